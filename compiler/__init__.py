@@ -1,0 +1,18 @@
+"""trainjob-compiler: Kubeflow Trainer v2 TrainJob + runtime in, the JobSet upstream creates out.
+
+The library API is `compile_trainjob(trainjob, runtime)`, which returns a `CompileResult` with
+the objects as plain dicts and the diagnostics as data. See README.md for the CLI (`tjc`).
+"""
+
+from compiler.compile import CompileResult, compile_trainjob
+from compiler.diagnostics import Diagnostic, Location, ObjectRef, Severity
+
+__all__ = [
+    "CompileResult",
+    "Diagnostic",
+    "Location",
+    "ObjectRef",
+    "Severity",
+    "compile_trainjob",
+]
+__version__ = "0.1.0"

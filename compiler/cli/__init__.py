@@ -1,0 +1,1 @@
+"""The `tjc` command line: flag parsing and dispatch only; the work is in `compiler.render`."""

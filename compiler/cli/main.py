@@ -1,0 +1,78 @@
+"""`tjc`: parse the command line, dispatch to a verb, map outcomes to exit codes.
+
+Exit codes: 0 success (warnings and notices allowed), 1 an input has errors, 2 usage error or
+unreadable input. Never prints a traceback for bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from compiler import __version__
+from compiler.cli import render_cmd
+from compiler.errors import InputError
+
+EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
+
+DESCRIPTION = """\
+Compile Kubeflow Trainer v2 TrainJobs and their runtimes into exactly the JobSet (and side
+objects) Kubeflow Trainer v2.3.0 would create, without a cluster.
+
+exit codes:
+  0  success (warnings and notices may have been printed)
+  1  an input has errors (each printed as file:line:col: severity: ...)
+  2  usage error, or an input that cannot be read
+"""
+
+EPILOG = """\
+examples:
+  tjc render examples/                      render every TrainJob below a folder
+  tjc render job.yaml runtime.yaml -o json  a TrainJob with its own runtime, as JSON
+  cat job.yaml | tjc render -               read from stdin
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that exits with code 2 and a one-line message on usage errors."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full `tjc` parser with every verb."""
+    parser = _Parser(prog="tjc", description=DESCRIPTION, epilog=EPILOG,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"tjc {__version__}")
+    verbs = parser.add_subparsers(dest="verb", metavar="COMMAND", parser_class=_Parser)
+    verbs.required = True
+    render_cmd.register(verbs)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run `tjc`; returns the exit code (the console script exits with it)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code: int = args.func(args)
+    except InputError as exc:
+        print(f"tjc: {exc.diagnostic.message}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+    return code
+
+
+def entry() -> None:
+    """Console-script entry point."""
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    entry()

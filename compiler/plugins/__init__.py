@@ -1,0 +1,17 @@
+"""The plugin registry: one literal tuple, in the order ties are broken.
+
+mlPolicy plugins first (mpi, plainml, torch, jax, xgboost), then the podGroupPolicy plugins,
+then the JobSet builder; the graph (`compiler.plugins.graph`) computes the real order from the
+facts each plugin requires and provides. No import-time registration.
+"""
+
+from __future__ import annotations
+
+from compiler.plugins import jax, jobset, plainml
+from compiler.plugins.base import PluginSpec
+
+REGISTRY: tuple[PluginSpec, ...] = (
+    plainml.PLUGIN,
+    jax.PLUGIN,
+    jobset.PLUGIN,
+)

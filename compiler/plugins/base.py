@@ -1,0 +1,124 @@
+"""What a plugin is: a declaration, an activation test, and a run that returns edits.
+
+A plugin module defines one `PLUGIN = PluginSpec(...)`. Its `run` reads the `Context` and returns
+a `PluginResult`: edits (applied by `compiler.plugins.edits` with upstream's upsert rules),
+extra objects, and diagnostics. Plugins never mutate the context themselves. The facts in
+`requires`/`provides`/`after` order the plugins (`compiler.plugins.graph`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from compiler.context import Context
+from compiler.diagnostics import Diagnostic
+
+Obj = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class SetCount:
+    """Set the pod count of a pod set (upstream `PodSet.Count`)."""
+
+    pod_set: int
+    count: int
+
+
+@dataclass(frozen=True)
+class UpsertEnv:
+    """Upsert env vars by name into a container of a pod set."""
+
+    pod_set: int
+    container: str
+    items: tuple[Obj, ...]
+    init: bool = False
+
+
+@dataclass(frozen=True)
+class UpsertPorts:
+    """Upsert ports by containerPort or name into a container of a pod set."""
+
+    pod_set: int
+    container: str
+    items: tuple[Obj, ...]
+    init: bool = False
+
+
+@dataclass(frozen=True)
+class UpsertMounts:
+    """Upsert volume mounts by mountPath into a container of a pod set."""
+
+    pod_set: int
+    container: str
+    items: tuple[Obj, ...]
+    init: bool = False
+
+
+@dataclass(frozen=True)
+class UpsertVolumes:
+    """Upsert volumes by name into the pod spec of a pod set."""
+
+    pod_set: int
+    items: tuple[Obj, ...]
+
+
+@dataclass(frozen=True)
+class SetPodMetadata:
+    """Add scheduler labels or annotations to every pod template (`kind` labels|annotations)."""
+
+    kind: str
+    items: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class SetTrainerCommand:
+    """Replace the in-memory `spec.trainer.command` the builder will write (torchtune)."""
+
+    command: tuple[str, ...]
+
+
+Edit = SetCount | UpsertEnv | UpsertPorts | UpsertMounts | UpsertVolumes | SetPodMetadata \
+    | SetTrainerCommand
+
+
+@dataclass(frozen=True)
+class PluginResult:
+    """What one plugin run produced."""
+
+    edits: tuple[Edit, ...] = ()
+    objects: tuple[Obj, ...] = ()
+    diagnostics: tuple[Diagnostic, ...] = ()
+
+
+@dataclass(frozen=True)
+class PluginSpec:
+    """A plugin's declaration: name, activation, facts and its run function."""
+
+    name: str
+    active: Callable[[Context], bool]
+    run: Callable[[Context], PluginResult]
+    requires: frozenset[str] = field(default_factory=frozenset)
+    provides: frozenset[str] = field(default_factory=frozenset)
+    after: frozenset[str] = field(default_factory=frozenset)
+    policy: str = ""
+
+
+def ml_policy_has(ctx: Context, key: str) -> bool:
+    """True when the runtime's mlPolicy sets `key` (torch, mpi, jax, xgboost, flux)."""
+    return ctx.ml_policy is not None and ctx.ml_policy.get(key) is not None
+
+
+COMPLETION_INDEX = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+TRAINER_PORT = 29500
+
+
+def completion_index_env(name: str) -> Obj:
+    """An env var whose value is the pod's job completion index."""
+    return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": COMPLETION_INDEX}}}
+
+
+def node_zero_host(ctx: Context) -> str:
+    """`<tj>-node-0-0.<tj>`: upstream hardcodes job `node` and subdomain = TrainJob name."""
+    return f"{ctx.name}-node-0-0.{ctx.name}"

@@ -1,0 +1,57 @@
+"""Apply plugin edits to the context with upstream's upsert rules.
+
+Called by `compiler.compile` after each plugin's run, so the next plugin sees the result. Each
+applied edit is recorded with the plugin's name for provenance. Pure (mutates only the context
+it is given, which the compile owns).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from compiler import upsert
+from compiler.context import Context, PodSet
+from compiler.diagnostics import error
+from compiler.errors import CompileError
+from compiler.plugins.base import (
+    Edit,
+    SetCount,
+    SetPodMetadata,
+    SetTrainerCommand,
+    UpsertEnv,
+    UpsertMounts,
+    UpsertPorts,
+    UpsertVolumes,
+)
+
+
+def apply_edit(ctx: Context, edit: Edit) -> None:
+    """Apply one edit to the context."""
+    if isinstance(edit, SetCount):
+        ctx.pod_sets[edit.pod_set].count = edit.count
+    elif isinstance(edit, UpsertEnv):
+        upsert.upsert_env(_container(ctx.pod_sets[edit.pod_set], edit.container, edit.init),
+                          edit.items)
+    elif isinstance(edit, UpsertPorts):
+        upsert.upsert_ports(_container(ctx.pod_sets[edit.pod_set], edit.container, edit.init),
+                            edit.items)
+    elif isinstance(edit, UpsertMounts):
+        upsert.upsert_mounts(_container(ctx.pod_sets[edit.pod_set], edit.container, edit.init),
+                             edit.items)
+    elif isinstance(edit, UpsertVolumes):
+        upsert.upsert_volumes(ctx.pod_sets[edit.pod_set].pod_spec, edit.items)
+    elif isinstance(edit, SetPodMetadata):
+        target = ctx.pod_labels if edit.kind == "labels" else ctx.pod_annotations
+        target.update(dict(edit.items))
+    elif isinstance(edit, SetTrainerCommand):
+        ctx.trainer_command = list(edit.command)
+
+
+def _container(ps: PodSet, name: str, init: bool) -> dict[str, Any]:
+    container = ps.container(name, init=init)
+    if container is None:
+        raise CompileError(error(
+            "TJC-CONTAINER-MISSING",
+            f"container {name!r} not found in replicatedJob {ps.name!r}",
+            subject="runtime"))
+    return container

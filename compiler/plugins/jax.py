@@ -1,0 +1,58 @@
+"""JAX (reference §3.4, KEP-2442): the jax.distributed environment for the trainer pods.
+
+Active when `mlPolicy.jax` is set. Sets the trainer count from numNodes and, only when the
+TrainJob has `spec.trainer`, upserts JAX_NUM_PROCESSES, JAX_PROCESS_ID (completion index) and
+JAX_COORDINATOR_ADDRESS `<tj>-node-0-0.<tj>:29500`, then port 29500. It does not upsert
+`trainer.env` (the JobSet builder appends it later, so user env lands after these).
+"""
+
+from __future__ import annotations
+
+from compiler.context import NODE, TRAINER, Context
+from compiler.plugins.base import (
+    TRAINER_PORT,
+    Edit,
+    PluginResult,
+    PluginSpec,
+    SetCount,
+    UpsertEnv,
+    UpsertPorts,
+    completion_index_env,
+    ml_policy_has,
+    node_zero_host,
+)
+
+
+def active(ctx: Context) -> bool:
+    """Only for runtimes whose mlPolicy sets jax."""
+    return ml_policy_has(ctx, "jax")
+
+
+def run(ctx: Context) -> PluginResult:
+    """Count from numNodes; JAX env and port on the trainer `node` container."""
+    trainer = ctx.trainer
+    ps = ctx.pod_set_by_ancestor(TRAINER)
+    edits: list[Edit] = []
+    count = ps.count if ps else 1
+    if ps is not None and trainer is not None and isinstance(trainer.get("numNodes"), int):
+        count = trainer["numNodes"]
+        edits.append(SetCount(ps.index, count))
+    if trainer is None or ps is None or ps.container(NODE) is None:
+        return PluginResult(edits=tuple(edits))
+    envs = (
+        {"name": "JAX_NUM_PROCESSES", "value": str(count)},
+        completion_index_env("JAX_PROCESS_ID"),
+        {"name": "JAX_COORDINATOR_ADDRESS", "value": f"{node_zero_host(ctx)}:{TRAINER_PORT}"},
+    )
+    edits.append(UpsertEnv(ps.index, NODE, envs))
+    edits.append(UpsertPorts(ps.index, NODE, ({"containerPort": TRAINER_PORT},)))
+    return PluginResult(edits=tuple(edits))
+
+
+PLUGIN = PluginSpec(
+    name="jax",
+    policy="mlPolicy.jax",
+    active=active,
+    run=run,
+    provides=frozenset({"pod-counts", "framework-env", "trainer-port"}),
+)

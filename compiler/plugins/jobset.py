@@ -1,0 +1,140 @@
+"""The JobSet builder (reference §3.10): PreBuildSync and Build of upstream's jobset plugin.
+
+Always active and ordered last by its facts. It writes parallelism = completions = the pod-set
+count on every replicatedJob, then builds the JobSet: initializer STORAGE_URI/env/envFrom,
+trainer image/command/args/env, replicas, scheduler pod labels/annotations, suspend, and the
+controller ownerReference (only when the TrainJob has a uid: the compiler never invents one).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from compiler import typed
+from compiler.context import ANCESTOR_LABEL, NODE, TRAINER, Context
+from compiler.plugins.base import PluginResult, PluginSpec, ml_policy_has
+from compiler.upsert import env_vars, upsert_env
+
+Obj = dict[str, Any]
+INITIALIZERS = ("dataset-initializer", "model-initializer")
+INITIALIZER_KEYS = {"dataset-initializer": "dataset", "model-initializer": "model"}
+
+
+def active(ctx: Context) -> bool:
+    """The JobSet is always built."""
+    return True
+
+
+def run(ctx: Context) -> PluginResult:
+    """Return the JobSet object."""
+    spec = copy.deepcopy(ctx.spec)
+    jobs = spec.get("replicatedJobs") or []
+    _sync_parallel_count(ctx, jobs)
+    for rjob in jobs:
+        ancestor = (rjob["template"].get("metadata", {}).get("labels") or {}).get(ANCESTOR_LABEL)
+        if ancestor in INITIALIZERS:
+            _initializer(ctx, rjob, ancestor)
+        _trainer(ctx, rjob, ancestor)
+        pod_meta = rjob["template"]["spec"]["template"].setdefault("metadata", {})
+        _merge_map(pod_meta, "labels", ctx.pod_labels)
+        _merge_map(pod_meta, "annotations", ctx.pod_annotations)
+    suspend = ctx.trainjob.get("spec", {}).get("suspend")
+    spec.pop("suspend", None)
+    if suspend is not None:
+        spec["suspend"] = suspend
+    return PluginResult(objects=(typed.finalize(_jobset(ctx, spec)),))
+
+
+def _sync_parallel_count(ctx: Context, jobs: list[Obj]) -> None:
+    for ps in ctx.pod_sets:
+        for rjob in jobs:
+            if rjob.get("name") == ps.name:
+                job_spec = rjob["template"]["spec"]
+                job_spec["parallelism"] = ps.count
+                job_spec["completions"] = ps.count
+                break
+
+
+def _containers(rjob: Obj) -> list[Obj]:
+    containers = rjob["template"]["spec"]["template"]["spec"].get("containers")
+    return [c for c in containers or [] if isinstance(c, dict)]
+
+
+def _initializer(ctx: Context, rjob: Obj, ancestor: str) -> None:
+    rjob["replicas"] = 1
+    config = (ctx.trainjob.get("spec", {}).get("initializer") or {}).get(
+        INITIALIZER_KEYS[ancestor])
+    if not isinstance(config, dict):
+        return
+    for container in _containers(rjob):
+        if container.get("name") != ancestor:
+            continue
+        if config.get("storageUri") is not None:
+            upsert_env(container, [{"name": "STORAGE_URI", "value": config["storageUri"]}])
+        upsert_env(container, env_vars(config.get("env")))
+        secret = config.get("secretRef")
+        if isinstance(secret, dict):
+            container.setdefault("envFrom", []).append(
+                {"secretRef": {"name": secret.get("name", "")}})
+
+
+def _trainer(ctx: Context, rjob: Obj, ancestor: str | None) -> None:
+    trainer = ctx.trainer
+    if ancestor == TRAINER:
+        rjob["replicas"] = 1
+        for container in _containers(rjob):
+            if container.get("name") == NODE and trainer is not None:
+                _trainer_overrides(ctx, container, trainer)
+    launcher_as_node = ml_policy_has(ctx, "mpi") and \
+        (ctx.ml_policy or {})["mpi"].get("runLauncherAsNode") is True
+    if ancestor == TRAINER or (launcher_as_node and rjob.get("name") == NODE):
+        for container in _containers(rjob):
+            if container.get("name") == NODE and trainer is not None:
+                upsert_env(container, env_vars(trainer.get("env")))
+
+
+def _trainer_overrides(ctx: Context, container: Obj, trainer: Obj) -> None:
+    if trainer.get("image") is not None:
+        container["image"] = trainer["image"]
+    if ctx.trainer_command is not None:
+        container["command"] = list(ctx.trainer_command)
+    if isinstance(trainer.get("args"), list):
+        container["args"] = list(trainer["args"])
+
+
+def _merge_map(meta: Obj, key: str, values: dict[str, str]) -> None:
+    if values:
+        meta[key] = {**(meta.get(key) or {}), **values}
+
+
+def _jobset(ctx: Context, spec: Obj) -> Obj:
+    metadata: Obj = {"name": ctx.name, "namespace": ctx.namespace}
+    if ctx.labels:
+        metadata["labels"] = dict(ctx.labels)
+    if ctx.annotations:
+        metadata["annotations"] = dict(ctx.annotations)
+    uid = ctx.trainjob.get("metadata", {}).get("uid")
+    if uid:
+        metadata["ownerReferences"] = [{
+            "apiVersion": "trainer.kubeflow.org/v1alpha1",
+            "kind": "TrainJob",
+            "name": ctx.name,
+            "uid": uid,
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }]
+    return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+            "metadata": metadata, "spec": spec}
+
+
+PLUGIN = PluginSpec(
+    name="jobset",
+    policy="(always)",
+    active=active,
+    run=run,
+    requires=frozenset({"pod-counts"}),
+    provides=frozenset({"jobset"}),
+    after=frozenset({"trainer-env", "framework-env", "trainer-port", "volumes",
+                     "pod-scheduling-metadata", "side-objects"}),
+)

@@ -1,0 +1,38 @@
+"""PlainML (reference §3.1): trainer count and `trainer.env` for runtimes without a framework.
+
+Active unless the mlPolicy sets torch, mpi or jax, so it also runs for XGBoost and Flux
+runtimes and for runtimes with no mlPolicy at all.
+"""
+
+from __future__ import annotations
+
+from compiler.context import NODE, TRAINER, Context
+from compiler.plugins.base import Edit, PluginResult, PluginSpec, SetCount, UpsertEnv, ml_policy_has
+from compiler.upsert import env_vars
+
+
+def active(ctx: Context) -> bool:
+    """Upstream skips only torch, mpi and jax policies."""
+    return not any(ml_policy_has(ctx, key) for key in ("torch", "mpi", "jax"))
+
+
+def run(ctx: Context) -> PluginResult:
+    """Set the trainer count from numNodes and upsert trainer.env into container `node`."""
+    trainer = ctx.trainer
+    ps = ctx.pod_set_by_ancestor(TRAINER)
+    edits: list[Edit] = []
+    if trainer is not None and ps is not None:
+        if isinstance(trainer.get("numNodes"), int):
+            edits.append(SetCount(ps.index, trainer["numNodes"]))
+        if ps.container(NODE) is not None:
+            edits.append(UpsertEnv(ps.index, NODE, tuple(env_vars(trainer.get("env")))))
+    return PluginResult(edits=tuple(edits))
+
+
+PLUGIN = PluginSpec(
+    name="plainml",
+    policy="mlPolicy (none, xgboost, flux)",
+    active=active,
+    run=run,
+    provides=frozenset({"pod-counts", "trainer-env"}),
+)

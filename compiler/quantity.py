@@ -1,0 +1,148 @@
+"""Kubernetes resource quantities: parse, add, multiply, canonical format, integer ceiling.
+
+Implements the rules of `k8s.io/apimachinery/pkg/api/resource.Quantity` on exact fractions:
+the suffix decides the format (binary `Ki`..`Ei`, decimal `n`..`E`, or `e<exp>`), values finer
+than `1n` round up, and `canonical` reproduces `Quantity.String()` (`1024Mi` -> `1Gi`,
+`2000m` -> `2`, `0.5` -> `500m`). Pure functions; used by the typed round trip and plugins.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+
+BINARY = "BinarySI"
+DECIMAL = "DecimalSI"
+EXPONENT = "DecimalExponent"
+
+_BINARY_SUFFIXES = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
+_DECIMAL_SUFFIXES = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15,
+                     "E": 18}
+_DECIMAL_BY_EXP = {exp: suffix for suffix, exp in _DECIMAL_SUFFIXES.items()}
+_BINARY_BY_EXP = {exp: suffix for suffix, exp in _BINARY_SUFFIXES.items()}
+_PATTERN = re.compile(
+    r"^(?P<num>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
+    r"(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?$"
+)
+_NANO = Fraction(1, 10**9)
+
+
+class QuantityError(ValueError):
+    """A string that is not a Kubernetes quantity."""
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """An exact quantity value with the format its suffix implied."""
+
+    value: Fraction
+    fmt: str = DECIMAL
+
+    def __add__(self, other: Quantity) -> Quantity:
+        return Quantity(self.value + other.value, self.fmt)
+
+    def __mul__(self, factor: int) -> Quantity:
+        return Quantity(self.value * factor, self.fmt)
+
+    def ceil(self) -> int:
+        """`Quantity.Value()`: the value rounded up to an integer (0.5 -> 1)."""
+        return math.ceil(self.value)
+
+    def __str__(self) -> str:
+        return canonical_string(self)
+
+
+def parse(text: str | int | float) -> Quantity:
+    """Parse a quantity from YAML/JSON (string or number)."""
+    raw = _number_text(text)
+    match = _PATTERN.match(raw.strip())
+    if match is None:
+        raise QuantityError(f"quantities must match the regular expression "
+                            f"'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$': {raw!r}")
+    number = Fraction(match["num"])
+    suffix = match["suffix"] or ""
+    if suffix in _BINARY_SUFFIXES:
+        value, fmt = number * 1024 ** _BINARY_SUFFIXES[suffix], BINARY
+    elif suffix in _DECIMAL_SUFFIXES:
+        value, fmt = number * Fraction(10) ** _DECIMAL_SUFFIXES[suffix], DECIMAL
+    else:
+        value, fmt = number * Fraction(10) ** int(suffix[1:]), EXPONENT
+    return Quantity(_round_up_nano(value), fmt)
+
+
+def _number_text(text: str | int | float) -> str:
+    if isinstance(text, bool):
+        raise QuantityError(f"quantities must be strings or numbers: {text!r}")
+    if isinstance(text, int):
+        return str(text)
+    if isinstance(text, float):
+        if not math.isfinite(text):
+            raise QuantityError(f"quantities must be finite: {text!r}")
+        return repr(text) if "e" not in repr(text) else format(Fraction(text), "f")
+    return text
+
+
+def _round_up_nano(value: Fraction) -> Fraction:
+    scaled = value / _NANO
+    if scaled.denominator == 1:
+        return value
+    rounded = math.ceil(scaled) if value > 0 else math.floor(scaled)
+    return rounded * _NANO
+
+
+def canonical(text: str | int | float) -> str:
+    """The canonical string Kubernetes serialises a quantity as."""
+    return canonical_string(parse(text))
+
+
+def canonical_string(q: Quantity) -> str:
+    """Format like `Quantity.String()` (CanonicalizeBytes)."""
+    if q.value == 0:
+        return "0"
+    fmt = q.fmt
+    if fmt == BINARY and (-1024 < q.value < 1024 or q.value.denominator != 1):
+        fmt = DECIMAL
+    if fmt == BINARY:
+        return _binary(int(q.value))
+    mantissa, exponent = _decimal_parts(q.value)
+    if fmt == DECIMAL and exponent in _DECIMAL_BY_EXP:
+        return f"{mantissa}{_DECIMAL_BY_EXP[exponent]}"
+    return f"{mantissa}e{exponent}" if exponent else str(mantissa)
+
+
+def _decimal_parts(value: Fraction) -> tuple[int, int]:
+    """Integer mantissa and an exponent that is a multiple of 3, mantissa as small as possible."""
+    exponent = 0
+    while value.denominator != 1:
+        value *= 10
+        exponent -= 1
+    mantissa = int(value)
+    while mantissa % 10 == 0:
+        mantissa //= 10
+        exponent += 1
+    shift = exponent % 3
+    return mantissa * 10**shift, exponent - shift
+
+
+def _binary(value: int) -> str:
+    power = 0
+    while value % 1024 == 0 and power < 6:
+        value //= 1024
+        power += 1
+    return f"{value}{_BINARY_BY_EXP.get(power, '')}"
+
+
+def add(a: str, b: str) -> str:
+    """Sum of two quantity strings, canonical; the format of `a` wins (as `Quantity.Add`)."""
+    return canonical_string(parse(a) + parse(b))
+
+
+def is_quantity(text: object) -> bool:
+    """True when `text` parses as a quantity."""
+    try:
+        parse(text)  # type: ignore[arg-type]
+    except (QuantityError, TypeError):
+        return False
+    return True

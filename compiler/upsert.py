@@ -1,0 +1,102 @@
+"""Upstream's upsert rules and the TrainJob env conversion (reference §4, `pkg/apply`).
+
+For each new item in order, the first existing item that matches is replaced in place,
+otherwise the item is appended. Env vars and volumes match by `name`, volume mounts by
+`mountPath`, ports by `containerPort` or `name` (two missing names match, as upstream's
+`ptr.Equal(nil, nil)`). Pure; used by plugins and the JobSet builder.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from compiler.quantity import QuantityError, canonical
+
+Obj = dict[str, Any]
+Match = Callable[[Obj, Obj], bool]
+
+
+def _by(key: str) -> Match:
+    return lambda a, b: a.get(key) == b.get(key)
+
+
+def _port_match(a: Obj, b: Obj) -> bool:
+    return a.get("containerPort") == b.get("containerPort") or a.get("name") == b.get("name")
+
+
+def upsert(items: list[Obj], new: Iterable[Obj], match: Match) -> None:
+    """Replace the first matching item or append, for each new item in order."""
+    for item in new:
+        for i, cur in enumerate(items):
+            if match(cur, item):
+                items[i] = copy.deepcopy(item)
+                break
+        else:
+            items.append(copy.deepcopy(item))
+
+
+def upsert_env(container: Obj, envs: Iterable[Obj]) -> None:
+    """Upsert env vars by name into a container."""
+    upsert(container.setdefault("env", []), envs, _by("name"))
+
+
+def upsert_ports(container: Obj, ports: Iterable[Obj]) -> None:
+    """Upsert ports by containerPort or name into a container."""
+    upsert(container.setdefault("ports", []), ports, _port_match)
+
+
+def upsert_mounts(container: Obj, mounts: Iterable[Obj]) -> None:
+    """Upsert volume mounts by mountPath into a container."""
+    upsert(container.setdefault("volumeMounts", []), mounts, _by("mountPath"))
+
+
+def upsert_volumes(pod_spec: Obj, volumes: Iterable[Obj]) -> None:
+    """Upsert volumes by name into a pod spec."""
+    upsert(pod_spec.setdefault("volumes", []), volumes, _by("name"))
+
+
+def env_var(env: Obj) -> Obj:
+    """`apply.EnvVar`: a TrainJob env var as upstream converts it.
+
+    With `valueFrom`, only fieldRef.fieldPath, resourceFieldRef (containerName, resource and a
+    divisor that is always set) and configMap/secret key refs (key, name, optional) survive;
+    otherwise `value` is always set, even to "".
+    """
+    out: Obj = {"name": env.get("name", "")}
+    source = env.get("valueFrom")
+    if not isinstance(source, dict):
+        out["value"] = env.get("value", "")
+        return out
+    converted: Obj = {}
+    if isinstance(ref := source.get("fieldRef"), dict):
+        converted["fieldRef"] = {"fieldPath": ref.get("fieldPath", "")}
+    if isinstance(ref := source.get("resourceFieldRef"), dict):
+        converted["resourceFieldRef"] = {
+            "containerName": ref.get("containerName", ""),
+            "resource": ref.get("resource", ""),
+            "divisor": _divisor(ref.get("divisor")),
+        }
+    for key in ("configMapKeyRef", "secretKeyRef"):
+        if isinstance(ref := source.get(key), dict):
+            selector = {"key": ref.get("key", ""), "name": ref.get("name", "")}
+            if ref.get("optional") is not None:
+                selector["optional"] = ref["optional"]
+            converted[key] = selector
+    out["valueFrom"] = converted
+    return out
+
+
+def _divisor(value: Any) -> str:
+    if value is None or value == "":
+        return "0"
+    try:
+        return canonical(value)
+    except QuantityError:
+        return str(value)
+
+
+def env_vars(envs: Any) -> list[Obj]:
+    """Convert a TrainJob env list (None gives an empty list)."""
+    return [env_var(e) for e in envs or [] if isinstance(e, dict)]
