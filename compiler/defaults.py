@@ -9,6 +9,7 @@ algorithm of apiextensions-apiserver's structural defaulting. The trees come fro
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from typing import Any
 
@@ -72,10 +73,8 @@ def canonicalize_quantities(value: Any, tree: dict[str, Any] | None) -> Any:
             if sub is None:
                 continue
             if sub.get("q") and isinstance(item, (str, int, float)):
-                try:
+                with contextlib.suppress(QuantityError):
                     value[name] = canonical(item)
-                except QuantityError:
-                    pass
             else:
                 canonicalize_quantities(item, sub)
     elif isinstance(value, list) and "i" in tree:

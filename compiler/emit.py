@@ -33,7 +33,7 @@ def _reads_as_str(text: str) -> bool:
     """False for what PyYAML or a YAML 1.1 reader such as go-yaml could take for non-strings."""
     if text in _YAML11_BOOLS or _NUMERIC_LIKE.match(text):
         return False
-    tag = _RESOLVER.resolve(yaml.ScalarNode, text, (True, False))
+    tag = _RESOLVER.resolve(yaml.ScalarNode, text, (True, False))  # type: ignore[no-untyped-call]
     return bool(tag == "tag:yaml.org,2002:str")
 
 

@@ -48,9 +48,13 @@ def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> Obj:
     return out
 
 
-_Loader.add_constructor("tag:yaml.org,2002:map", _construct_mapping)  # type: ignore[arg-type]
-_Loader.add_constructor("tag:yaml.org,2002:timestamp", _Loader.construct_yaml_str)
-_Loader.add_constructor("tag:yaml.org,2002:binary", _Loader.construct_yaml_str)
+def _construct_str(loader: _Loader, node: yaml.ScalarNode) -> str:
+    return str(loader.construct_scalar(node))
+
+
+_Loader.add_constructor("tag:yaml.org,2002:map", _construct_mapping)
+_Loader.add_constructor("tag:yaml.org,2002:timestamp", _construct_str)
+_Loader.add_constructor("tag:yaml.org,2002:binary", _construct_str)
 
 
 @dataclass

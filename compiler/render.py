@@ -108,7 +108,8 @@ def render_documents(docs: Sequence[Document], builtin: Sequence[Document] = ())
 def render_one(tj: Document, table: dict[RuntimeKey, Document]) -> JobResult:
     """Resolve and compile one TrainJob, with located diagnostics."""
     result = JobResult(tj)
-    meta = tj.data.get("metadata") if isinstance(tj.data.get("metadata"), dict) else {}
+    raw_meta = tj.data.get("metadata")
+    meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
     ref = ObjectRef("TrainJob", str(meta.get("name", "")), str(meta.get("namespace") or ""))
     key = wanted_key(apply_defaults("TrainJob", {"spec": tj.data.get("spec") or {},
                                                  "metadata": meta}))

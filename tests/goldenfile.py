@@ -1,0 +1,87 @@
+"""Golden case files: one txtar-style file per case, inputs and expectations side by side.
+
+Format (after cue's testdata): a header of `#` lines saying why the case exists and which
+upstream behaviour or test case it pins, then sections `-- NAME --`. Sections under `want/`
+are expectations (`want/objects.yaml`, `want/diagnostics.txt`); every other section is an
+input file, loaded as if it were a file of that name. A header line `# flags: ...` passes
+render flags (only `--no-builtin-runtimes`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from compiler import emit
+from compiler.builtin import builtin_runtimes
+from compiler.diagnostics import Diagnostic
+from compiler.loader import Document, Source, parse_source
+from compiler.render import render_documents
+
+SECTION = re.compile(r"^-- (?P<name>\S+) --$", re.MULTILINE)
+GOLDEN_DIR = Path(__file__).resolve().parent.parent / "golden"
+
+
+@dataclass
+class Case:
+    """A parsed golden file."""
+
+    path: Path
+    header: str
+    inputs: dict[str, str] = field(default_factory=dict)
+    wants: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def flags(self) -> list[str]:
+        """Render flags named in the header."""
+        for line in self.header.splitlines():
+            if line.startswith("# flags:"):
+                return line.split(":", 1)[1].split()
+        return []
+
+
+def parse(path: Path) -> Case:
+    """Read a golden file."""
+    text = path.read_text(encoding="utf-8")
+    parts = SECTION.split(text)
+    case = Case(path=path, header=parts[0])
+    for name, body in zip(parts[1::2], parts[2::2], strict=True):
+        target = case.wants if name.startswith("want/") else case.inputs
+        target[name] = body[1:] if body.startswith("\n") else body
+    return case
+
+
+def run(case: Case) -> dict[str, str]:
+    """Render the case's inputs; the actual text of every `want/` section."""
+    docs: list[Document] = []
+    problems: list[Diagnostic] = []
+    for name, text in case.inputs.items():
+        found, bad = parse_source(Source(name, text))
+        docs.extend(found)
+        problems.extend(bad)
+    builtin = () if "--no-builtin-runtimes" in case.flags else builtin_runtimes()
+    result = render_documents(docs, builtin)
+    diagnostics = problems + result.diagnostics
+    for job in result.jobs:
+        diagnostics.extend(job.diagnostics)
+    objects = [obj for job in result.jobs for obj in job.objects]
+    return {
+        "want/objects.yaml": emit.yaml_stream(objects),
+        "want/diagnostics.txt": "".join(d.text() + "\n" for d in diagnostics),
+    }
+
+
+def format_case(case: Case, actual: dict[str, str]) -> str:
+    """The golden file text with `want/` sections replaced by `actual`."""
+    out = [case.header.rstrip("\n") + "\n"]
+    for name, body in case.inputs.items():
+        out.append(f"-- {name} --\n{body}")
+    for name in ("want/objects.yaml", "want/diagnostics.txt"):
+        out.append(f"-- {name} --\n{actual[name]}")
+    return "".join(out)
+
+
+def cases() -> list[Path]:
+    """Every golden file, sorted."""
+    return sorted(GOLDEN_DIR.glob("*.txtar"))

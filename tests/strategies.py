@@ -1,0 +1,92 @@
+"""Hypothesis strategies: valid TrainJobs and runtimes for the property tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import strategies as st
+
+from compiler.builtin import builtin_runtimes
+
+Obj = dict[str, Any]
+ANCESTOR = "trainer.kubeflow.org/trainjob-ancestor-step"
+ENV_NAMES = ["A", "B", "JAX_NUM_PROCESSES", "JAX_PROCESS_ID", "LR", "STORAGE_URI"]
+QUANTITIES = ["1", "2", "500m", "2000m", "1Gi", "1024Mi", "0.5", "3", "100M"]
+names = st.from_regex(r"[a-z][a-z0-9]{0,8}", fullmatch=True)
+
+
+def env_list(prefix: str = "") -> st.SearchStrategy[list[Obj]]:
+    """Env lists with unique names (the CRDs key env by name)."""
+    return st.lists(st.sampled_from(ENV_NAMES), unique=True, max_size=4).flatmap(
+        lambda keys: st.tuples(*[st.text("abc01", max_size=3) for _ in keys]).map(
+            lambda values: [{"name": k, "value": prefix + v} for k, v in zip(keys, values,
+                                                                            strict=True)]))
+
+
+resources = st.fixed_dictionaries({}, optional={
+    "limits": st.dictionaries(st.sampled_from(["cpu", "memory", "nvidia.com/gpu"]),
+                              st.sampled_from(QUANTITIES), max_size=3),
+    "requests": st.dictionaries(st.sampled_from(["cpu", "memory"]),
+                                st.sampled_from(QUANTITIES), max_size=2),
+})
+
+
+@st.composite
+def plain_runtime(draw: st.DrawFn) -> Obj:
+    """A ClusterTrainingRuntime with 1-4 replicatedJobs, maybe an mlPolicy, maybe no jax."""
+    job_names = draw(st.lists(names, min_size=1, max_size=4, unique=True))
+    trainer_at = draw(st.integers(0, len(job_names) - 1))
+    jobs = []
+    for i, name in enumerate(job_names):
+        labels = {ANCESTOR: "trainer"} if i == trainer_at else {}
+        container: Obj = {"name": "node" if i == trainer_at else name, "image": "busybox:1",
+                          "env": draw(env_list("rt-"))}
+        if draw(st.booleans()):
+            container["resources"] = draw(resources)
+        job_spec: Obj = {"template": {"spec": {"containers": [container]}}}
+        if draw(st.booleans()):
+            job_spec["parallelism"] = draw(st.integers(1, 5))
+        jobs.append({"name": name, "template": {"metadata": {"labels": labels}, "spec": job_spec}})
+    spec: Obj = {"template": {"spec": {"replicatedJobs": jobs}}}
+    policy = draw(st.sampled_from(["none", "plain", "jax"]))
+    if policy != "none":
+        spec["mlPolicy"] = {"numNodes": draw(st.integers(1, 4))}
+        if policy == "jax":
+            spec["mlPolicy"]["jax"] = {}
+    return {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "ClusterTrainingRuntime",
+            "metadata": {"name": "gen-runtime"}, "spec": spec}
+
+
+@st.composite
+def trainjob(draw: st.DrawFn, runtime_name: str) -> Obj:
+    """A TrainJob referencing `runtime_name`, with optional trainer fields."""
+    spec: Obj = {"runtimeRef": {"name": runtime_name}}
+    if draw(st.booleans()):
+        trainer: Obj = {}
+        if draw(st.booleans()):
+            trainer["numNodes"] = draw(st.integers(0, 8))
+        if draw(st.booleans()):
+            trainer["env"] = draw(env_list())
+        if draw(st.booleans()):
+            trainer["resourcesPerNode"] = draw(resources)
+        if draw(st.booleans()):
+            trainer["command"] = ["python", draw(names)]
+        spec["trainer"] = trainer
+    if draw(st.booleans()):
+        spec["suspend"] = draw(st.booleans())
+    meta: Obj = {"name": draw(names), "namespace": draw(st.sampled_from(["default", "team-a"]))}
+    if draw(st.booleans()):
+        meta["uid"] = "0000-1111"
+    return {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+            "metadata": meta, "spec": spec}
+
+
+@st.composite
+def job_and_runtime(draw: st.DrawFn) -> tuple[Obj, Obj]:
+    """A TrainJob with the built-in jax-distributed runtime or a generated one."""
+    if draw(st.booleans()):
+        runtime = next(d.data for d in builtin_runtimes()
+                       if d.data["metadata"]["name"] == "jax-distributed")
+    else:
+        runtime = draw(plain_runtime())
+    return draw(trainjob(runtime["metadata"]["name"])), runtime

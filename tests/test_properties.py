@@ -1,0 +1,116 @@
+"""Property tests: invariants of the compiler over generated and mutated inputs."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from compiler import compile_trainjob, emit
+from compiler.context import ANCESTOR_LABEL
+from tests.strategies import job_and_runtime
+
+Obj = dict[str, Any]
+
+
+def _jobset(objects: tuple[Obj, ...]) -> Obj:
+    return next(o for o in objects if o["kind"] == "JobSet")
+
+
+def _expected_count(rjob: Obj, tj: Obj, rt: Obj) -> int:
+    labels = rjob["template"].get("metadata", {}).get("labels") or {}
+    ml_policy = rt["spec"].get("mlPolicy")
+    count = rjob["template"]["spec"].get("parallelism", 1)
+    if labels.get(ANCESTOR_LABEL) == "trainer":
+        if ml_policy is not None:
+            count = ml_policy.get("numNodes", 1)
+        count = max(count, 1)
+        trainer = tj["spec"].get("trainer") or {}
+        return int(trainer["numNodes"]) if "numNodes" in trainer else count
+    return max(int(count), 1)
+
+
+@given(job_and_runtime())
+def test_valid_inputs_compile_deterministically(pair: tuple[Obj, Obj]) -> None:
+    tj, rt = pair
+    before = copy.deepcopy(pair)
+    first = compile_trainjob(tj, rt)
+    second = compile_trainjob(copy.deepcopy(tj), copy.deepcopy(rt))
+    assert (tj, rt) == before, "inputs must not be mutated"
+    assert first.ok, [d.text() for d in first.diagnostics]
+    assert emit.yaml_stream(list(first.objects)) == emit.yaml_stream(list(second.objects))
+
+
+@given(job_and_runtime())
+def test_counts_names_and_env(pair: tuple[Obj, Obj]) -> None:
+    tj, rt = pair
+    jobset = _jobset(compile_trainjob(tj, rt).objects)
+    assert jobset["metadata"]["name"] == tj["metadata"]["name"]
+    assert jobset["metadata"]["namespace"] == tj["metadata"]["namespace"]
+    source_jobs = rt["spec"]["template"]["spec"]["replicatedJobs"]
+    for rjob, src in zip(jobset["spec"]["replicatedJobs"], source_jobs, strict=True):
+        spec = rjob["template"]["spec"]
+        assert spec["parallelism"] == spec["completions"] == _expected_count(src, tj, rt)
+        for container in spec["template"]["spec"].get("containers", []):
+            names = [e["name"] for e in container.get("env", [])]
+            assert len(names) == len(set(names)), names
+
+
+MUTANTS = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.text(max_size=3),
+                    st.just([]), st.just({}), st.just([{}]), st.just({"x": [1]}))
+
+
+def _paths(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [path]
+    if isinstance(value, dict):
+        for key, item in value.items():
+            out += _paths(item, (*path, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            out += _paths(item, (*path, index))
+    return out
+
+
+def _mutate(doc: Obj, path: tuple[Any, ...], new: Any, delete: bool) -> Obj:
+    doc = copy.deepcopy(doc)
+    if not path:
+        return doc
+    parent = doc
+    for part in path[:-1]:
+        parent = parent[part]
+    if delete and isinstance(parent, dict):
+        del parent[path[-1]]
+    else:
+        parent[path[-1]] = new
+    return doc
+
+
+@given(job_and_runtime(), st.data())
+def test_mutated_inputs_never_crash(pair: tuple[Obj, Obj], data: st.DataObject) -> None:
+    tj, rt = pair
+    target = data.draw(st.sampled_from(["trainjob", "runtime"]))
+    doc = tj if target == "trainjob" else rt
+    path = data.draw(st.sampled_from(_paths(doc)))
+    mutated = _mutate(doc, path, data.draw(MUTANTS), data.draw(st.booleans()))
+    args = (mutated, rt) if target == "trainjob" else (tj, mutated)
+    result = compile_trainjob(*args)
+    assert result.ok or not result.objects
+
+
+def test_same_bytes_under_another_hash_seed(tmp_path: Path) -> None:
+    example = Path(__file__).resolve().parent.parent / "examples"
+    outputs = set()
+    for seed in ("0", "1", "4242"):
+        proc = subprocess.run(
+            [sys.executable, "-m", "compiler", "render", str(example), "-o", "json"],
+            capture_output=True, text=True, check=True,
+            env={"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"})
+        outputs.add(proc.stdout)
+    assert len(outputs) == 1
+    assert json.loads(outputs.pop())["items"], "the examples render to objects"
