@@ -1,0 +1,1 @@
+"""Benchmarks (`make bench`): compile throughput, render versus the libyaml floor, memory."""

@@ -4,7 +4,7 @@ The library API is `compile_trainjob(trainjob, runtime)`, which returns a `Compi
 the objects as plain dicts and the diagnostics as data. See README.md for the CLI (`tjc`).
 """
 
-from compiler.compile import CompileResult, compile_trainjob
+from compiler.compile import CompileResult, PreparedRuntime, compile_trainjob, prepare_runtime
 from compiler.diagnostics import Diagnostic, Location, ObjectRef, Severity
 
 __all__ = [
@@ -12,7 +12,9 @@ __all__ = [
     "Diagnostic",
     "Location",
     "ObjectRef",
+    "PreparedRuntime",
     "Severity",
     "compile_trainjob",
+    "prepare_runtime",
 ]
 __version__ = "0.1.0"

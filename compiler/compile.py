@@ -1,9 +1,10 @@
 """`compile_trainjob`: one TrainJob and its runtime in, the objects upstream creates out.
 
-The pipeline: structural check, CRD defaulting, context build (§2), the active plugins in graph
-order (each returns edits the core applies), the JobSet builder last. Returns plain dicts and
-diagnostics; never raises for bad input, never mutates its arguments, reads no file, clock,
-environment or random source. Callers: the CLI, the library API, the controller.
+The pipeline: structural pass and CRD defaulting of both inputs, the context build (§2), the
+active plugins in graph order (each returns edits the core applies), the JobSet builder last.
+A runtime can be prepared once (`prepare_runtime`) and reused for many TrainJobs. Returns plain
+dicts and diagnostics; never raises for bad input, never mutates its arguments, reads no file,
+clock, environment or random source. Callers: the render application, the library API.
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from compiler import structural
+from compiler import structural, typed
 from compiler.context import Context, build_context
-from compiler.defaults import apply_defaults
+from compiler.data import copy_json
+from compiler.defaults import default_in_place
 from compiler.diagnostics import Diagnostic, ObjectRef, error, has_errors, with_object
 from compiler.errors import TjcError
 from compiler.plugins import REGISTRY
@@ -40,23 +42,45 @@ class CompileResult:
         return not has_errors(self.diagnostics)
 
 
-def compile_trainjob(trainjob: Mapping[str, Any], runtime: Mapping[str, Any]) -> CompileResult:
+@dataclass(frozen=True)
+class PreparedRuntime:
+    """A runtime after the structural pass, defaulting and the typed round trip of its JobSet
+    spec; shared read-only by every compile that uses it."""
+
+    doc: Obj
+    spec: Obj
+    diagnostics: tuple[Diagnostic, ...]
+
+
+def prepare_runtime(runtime: Mapping[str, Any]) -> PreparedRuntime:
+    """Check, prune and default a runtime once."""
+    if not isinstance(runtime, Mapping) or runtime.get("kind") not in RUNTIME_KINDS:
+        return PreparedRuntime({}, {}, (error(
+            "TJC-INPUT-KIND", "the runtime must be a TrainingRuntime or ClusterTrainingRuntime "
+            "document", subject="runtime"),))
+    kind = str(runtime["kind"])
+    doc, problems = structural.sanitize(kind, dict(runtime), subject="runtime")
+    if has_errors(problems):
+        return PreparedRuntime({}, {}, tuple(problems))
+    doc = default_in_place(kind, doc)
+    template = (doc.get("spec") or {}).get("template") or {}
+    return PreparedRuntime(doc, typed.jobset_spec(template.get("spec") or {}), tuple(problems))
+
+
+def compile_trainjob(trainjob: Mapping[str, Any],
+                     runtime: Mapping[str, Any] | PreparedRuntime) -> CompileResult:
     """Compile one TrainJob against the runtime it references."""
     ref = _object_ref(trainjob)
-    problems = _check_inputs(trainjob, runtime)
-    if problems:
-        return CompileResult((), tuple(with_object(problems, ref)))
-    tj, notes = structural.prune("TrainJob", _prune_nulls(trainjob), subject="trainjob")
-    rt, rt_notes = structural.prune(str(runtime["kind"]), _prune_nulls(runtime),
-                                    subject="runtime")
-    notes += rt_notes
-    tj = apply_defaults("TrainJob", tj)
-    rt = apply_defaults(str(runtime["kind"]), rt)
-    mismatch = _runtime_mismatch(tj, rt)
+    prepared = runtime if isinstance(runtime, PreparedRuntime) else prepare_runtime(runtime)
+    tj, notes = _prepare_trainjob(trainjob)
+    notes = [*prepared.diagnostics, *notes]
+    if has_errors(notes):
+        return CompileResult((), tuple(with_object(notes, ref)))
+    mismatch = _runtime_mismatch(tj, prepared.doc)
     if mismatch:
         return CompileResult((), tuple(with_object([*notes, mismatch], ref)))
     try:
-        ctx = build_context(tj, rt)
+        ctx = build_context(tj, prepared.doc, copy_json(prepared.spec))
         plugins = plugin_order([p for p in REGISTRY if p.active(ctx)])
         objects, diagnostics = _run_plugins(ctx, plugins)
     except TjcError as exc:
@@ -66,6 +90,17 @@ def compile_trainjob(trainjob: Mapping[str, Any], runtime: Mapping[str, Any]) ->
         objects = []
     return CompileResult(tuple(objects), tuple(with_object(diagnostics, ref)),
                          tuple(p.name for p in plugins))
+
+
+def _prepare_trainjob(trainjob: Mapping[str, Any]) -> tuple[Obj, list[Diagnostic]]:
+    if not isinstance(trainjob, Mapping) or trainjob.get("kind") != "TrainJob":
+        return {}, [error("TJC-INPUT-KIND", "the first argument must be a TrainJob document")]
+    doc, problems = structural.sanitize("TrainJob", dict(trainjob), subject="trainjob")
+    meta = doc.get("metadata")
+    if not has_errors(problems) and not (isinstance(meta, dict) and meta.get("name")):
+        problems.append(error("TJC-SCHEMA-REQUIRED", "required field 'name' is missing",
+                              ("metadata",)))
+    return default_in_place("TrainJob", doc), problems
 
 
 def _run_plugins(ctx: Context, plugins: list[PluginSpec]) -> tuple[list[Obj], list[Diagnostic]]:
@@ -81,24 +116,9 @@ def _run_plugins(ctx: Context, plugins: list[PluginSpec]) -> tuple[list[Obj], li
 
 
 def _object_ref(trainjob: Mapping[str, Any]) -> ObjectRef:
-    meta = trainjob.get("metadata")
+    meta = trainjob.get("metadata") if isinstance(trainjob, Mapping) else None
     meta = meta if isinstance(meta, Mapping) else {}
     return ObjectRef("TrainJob", str(meta.get("name", "")), str(meta.get("namespace") or ""))
-
-
-def _check_inputs(trainjob: Mapping[str, Any], runtime: Mapping[str, Any]) -> list[Diagnostic]:
-    if not isinstance(trainjob, Mapping) or trainjob.get("kind") != "TrainJob":
-        return [error("TJC-INPUT-KIND", "the first argument must be a TrainJob document")]
-    if not isinstance(runtime, Mapping) or runtime.get("kind") not in RUNTIME_KINDS:
-        return [error("TJC-INPUT-KIND", "the runtime must be a TrainingRuntime or "
-                      "ClusterTrainingRuntime document", subject="runtime")]
-    problems = structural.check("TrainJob", dict(trainjob), subject="trainjob")
-    problems += structural.check(str(runtime["kind"]), dict(runtime), subject="runtime")
-    meta = trainjob.get("metadata")
-    if not problems and not (isinstance(meta, Mapping) and meta.get("name")):
-        problems.append(error("TJC-SCHEMA-REQUIRED", "required field 'name' is missing",
-                              ("metadata",)))
-    return problems
 
 
 def _runtime_mismatch(tj: Obj, rt: Obj) -> Diagnostic | None:
@@ -108,17 +128,8 @@ def _runtime_mismatch(tj: Obj, rt: Obj) -> Diagnostic | None:
     have = runtime_key(rt)
     if (have.kind, have.name) != (wanted.kind, wanted.name) or (
             have.kind == "TrainingRuntime" and have.namespace != wanted.namespace):
+        scope = f"{have.namespace}/" if have.namespace else ""
         return error("TJC-RUNTIME-MISMATCH",
                      f"the TrainJob references {wanted.kind} {wanted.name!r} but was given "
-                     f"{have.kind} {have.namespace + '/' if have.namespace else ''}{have.name}",
-                     ("spec", "runtimeRef"))
+                     f"{have.kind} {scope}{have.name}", ("spec", "runtimeRef"))
     return None
-
-
-def _prune_nulls(value: Any) -> Any:
-    """Copy without null map values (the API server prunes them before defaulting)."""
-    if isinstance(value, Mapping):
-        return {str(k): _prune_nulls(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [_prune_nulls(v) for v in value]
-    return value

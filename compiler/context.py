@@ -8,12 +8,12 @@ replicatedJob (§2.4). Pure; called by `compiler.compile`.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from compiler import smp, typed
+from compiler.data import copy_json
 from compiler.defaults import canonicalize_quantities, quantity_tree
 
 Obj = dict[str, Any]
@@ -99,14 +99,15 @@ class Context:
                 yield f"{self.name}-{ps.name}-{replica}-{pod}.{sub}"
 
 
-def build_context(trainjob: Obj, runtime: Obj) -> Context:
-    """Build the context from a defaulted TrainJob and its defaulted runtime."""
+def build_context(trainjob: Obj, runtime: Obj, spec: Obj) -> Context:
+    """Build the context from a defaulted TrainJob, its defaulted runtime and a fresh copy of
+    the runtime's JobSet spec after the typed round trip (`typed.jobset_spec`), which the
+    context takes over."""
     rt_spec = runtime.get("spec") or {}
     template = rt_spec.get("template") or {}
     ml_policy = rt_spec.get("mlPolicy")
     patches = _runtime_patches(trainjob)
     labels, annotations = _propagated_metadata(template, patches)
-    spec = typed.jobset_spec(template.get("spec") or {})
     spec = _merge_patches(spec, patches)
     pod_sets = []
     for index, rjob in enumerate(spec.get("replicatedJobs") or []):
@@ -168,7 +169,7 @@ def _merge_patches(spec: Obj, patches: list[Obj]) -> Obj:
 
 def _typed_patch(pspec: Obj) -> Obj:
     """The patch as Go's JSON encoding of `JobSetSpecPatch` would give it."""
-    out = copy.deepcopy(pspec)
+    out = typed.finalize(pspec)
     canonicalize_quantities(out, _patch_quantities())
     for rjob in out.get("replicatedJobs") or []:
         pod = (((rjob.get("template") or {}).get("spec") or {}).get("template") or {}).get("spec")
@@ -218,7 +219,7 @@ def _merge_node_resources(pod_spec: Obj, override: Obj) -> None:
         if container.get("name") != NODE:
             continue
         base = container.get("resources") or {}
-        canonical = canonicalize_quantities(copy.deepcopy(override), quantity_tree(
+        canonical = canonicalize_quantities(copy_json(override), quantity_tree(
             "TrainJob", "spec", "trainer", "resourcesPerNode"))
         merged: Obj = {}
         for key in ("limits", "requests"):

@@ -10,10 +10,10 @@ algorithm of apiextensions-apiserver's structural defaulting. The trees come fro
 from __future__ import annotations
 
 import contextlib
-import copy
 from typing import Any
 
 from compiler._crd_facts import DEFAULTS, QUANTITIES
+from compiler.data import copy_json
 from compiler.quantity import QuantityError, canonical
 
 KIND_KEYS = {
@@ -26,11 +26,15 @@ KIND_KEYS = {
 
 def apply_defaults(kind: str, doc: dict[str, Any]) -> dict[str, Any]:
     """Return a copy of `doc` with the CRD defaults of `kind` applied."""
-    out = copy.deepcopy(doc)
+    return default_in_place(kind, copy_json(doc))
+
+
+def default_in_place(kind: str, doc: dict[str, Any]) -> dict[str, Any]:
+    """Apply the CRD defaults of `kind` to `doc` itself and return it."""
     tree = DEFAULTS.get(KIND_KEYS[kind])
     if tree is not None:
-        _default(out, tree)
-    return out
+        _default(doc, tree)
+    return doc
 
 
 def _default(value: Any, tree: dict[str, Any]) -> None:
@@ -38,7 +42,7 @@ def _default(value: Any, tree: dict[str, Any]) -> None:
         props = tree.get("p", {})
         for name, sub in props.items():
             if "d" in sub and value.get(name) is None:
-                value[name] = copy.deepcopy(sub["d"])
+                value[name] = copy_json(sub["d"])
         extra = tree.get("a")
         for name, item in value.items():
             sub = props.get(name, extra)

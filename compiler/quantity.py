@@ -12,6 +12,7 @@ import math
 import re
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 
 BINARY = "BinarySI"
 DECIMAL = "DecimalSI"
@@ -92,6 +93,7 @@ def _round_up_nano(value: Fraction) -> Fraction:
     return rounded * _NANO
 
 
+@lru_cache(maxsize=4096)
 def canonical(text: str | int | float) -> str:
     """The canonical string Kubernetes serialises a quantity as."""
     return canonical_string(parse(text))

@@ -9,9 +9,9 @@ list, tolerations and node selector terms included, is replaced wholesale. Pure.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
+from compiler.data import copy_json
 from compiler.diagnostics import error
 from compiler.errors import CompileError
 
@@ -37,7 +37,7 @@ MERGE_KEYS = {
 
 def strategic_merge(original: Any, patch: Any) -> Any:
     """Return `original` with `patch` applied (neither argument is modified)."""
-    return _merge(copy.deepcopy(original), patch, "")
+    return _merge(copy_json(original), patch, "")
 
 
 def _merge(original: Any, patch: Any, key: str) -> Any:
@@ -45,30 +45,73 @@ def _merge(original: Any, patch: Any, key: str) -> Any:
         for name, value in patch.items():
             if value is None:
                 original.pop(name, None)
-            elif name in original:
+            elif name in original and type(original[name]) is type(value):
                 original[name] = _merge(original[name], value, name)
             else:
-                original[name] = _strip_nulls(copy.deepcopy(value))
+                original[name] = _strip_nulls(copy_json(value))
         return original
-    if isinstance(patch, list) and isinstance(original, list) and key in MERGE_KEYS:
+    if isinstance(patch, list) and isinstance(original, list) and key in MERGE_KEYS \
+            and (original or patch):
         return _merge_list(original, patch, MERGE_KEYS[key], key)
-    return _strip_nulls(copy.deepcopy(patch))
+    return _strip_nulls(copy_json(patch))
 
 
 def _merge_list(original: list[Any], patch: list[Any], merge_key: str, key: str) -> list[Any]:
-    for item in patch:
+    """`mergeSlice` for lists of maps: merge by key, then upstream's element order.
+
+    Matched items merge in place and new items are appended; then the items named by the
+    patch (in patch order) and the original-only items (in original order) are interleaved
+    by `mergeSortedSlice`: an original-only item goes first only when it stood before the
+    next patch item in the original list, so new items land before later original ones.
+    """
+    for item in [*original, *patch]:
         if not isinstance(item, dict) or merge_key not in item:
             raise CompileError(error(
                 "TJC-PATCH-MERGE-KEY",
-                f"{key}: a patch item has no merge key {merge_key!r}; every item of {key} "
+                f"{key}: an item has no merge key {merge_key!r}; every item of {key} "
                 f"must set {merge_key}"))
-        index = next((i for i, cur in enumerate(original)
-                      if isinstance(cur, dict) and cur.get(merge_key) == item[merge_key]), None)
-        if index is None:
-            original.append(_strip_nulls(copy.deepcopy(item)))
+    merged = list(original)
+    for item in patch:
+        index = _index(merged, item[merge_key], merge_key)
+        if index < 0:
+            merged.append(_strip_nulls(copy_json(item)))
         else:
-            original[index] = _merge(original[index], item, key)
-    return original
+            merged[index] = _merge(merged[index], item, key)
+    patch_keys = [item[merge_key] for item in patch]
+    from_patch = [m for m in merged if m[merge_key] in patch_keys]
+    server_only = [m for m in merged if m[merge_key] not in patch_keys]
+    from_patch.sort(key=lambda m: _index(patch, m[merge_key], merge_key))
+    server_only.sort(key=lambda m: _index(original, m[merge_key], merge_key))
+    return _merge_sorted(server_only, from_patch, original, merge_key)
+
+
+def _index(items: list[Any], value: Any, merge_key: str) -> int:
+    return next((i for i, item in enumerate(items) if item.get(merge_key) == value), -1)
+
+
+def _merge_sorted(left: list[Any], right: list[Any], order: list[Any],
+                  merge_key: str) -> list[Any]:
+    """`mergeSortedSlice`: interleave, taking `left` first only when both are in `order` and
+    the left item comes first there."""
+    out: list[Any] = []
+    i = j = 0
+    while i < len(left) or j < len(right):
+        if j >= len(right):
+            out.append(left[i])
+            i += 1
+        elif i >= len(left):
+            out.append(right[j])
+            j += 1
+        else:
+            li = _index(order, left[i][merge_key], merge_key)
+            ri = _index(order, right[j][merge_key], merge_key)
+            if li >= 0 and ri >= 0 and li < ri:
+                out.append(left[i])
+                i += 1
+            else:
+                out.append(right[j])
+                j += 1
+    return out
 
 
 def _strip_nulls(value: Any) -> Any:

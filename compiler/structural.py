@@ -1,9 +1,14 @@
-"""A fast structural check of inputs against the CRD type trees.
+"""One structural pass over an input, against the CRD type trees.
 
-Before anything is compiled, each TrainJob and runtime is walked once against the types the
-CRD declares (generated into `compiler._crd_types`): wrong JSON types and missing required
-properties become error diagnostics with the field path, so the core never sees a malformed
-document. Full schema, enum and CEL validation belong to `tjc validate`. Pure.
+`sanitize(kind, doc)` walks a TrainJob or runtime once against the types its CRD declares
+(generated into `compiler._crd_types`) and returns a new document and the diagnostics:
+
+- null values are dropped and fields the CRD does not declare are pruned with a warning, as
+  the API server does before defaulting (so upstream never sees them);
+- a wrong JSON type or a missing required property is an error with its field path, so the
+  core never sees a malformed document.
+
+Full schema, enum and CEL validation belong to `tjc validate`. Pure.
 """
 
 from __future__ import annotations
@@ -24,85 +29,79 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
     "ios": (int, str),
 }
 _NAMES = {dict: "object", list: "array", str: "string", int: "integer", float: "number",
-          bool: "boolean", type(None): "null"}
+          bool: "boolean"}
+_ARTICLES = {"ios": "an integer or string", "object": "an object", "array": "an array",
+             "integer": "an integer", "string": "a string", "boolean": "a boolean",
+             "number": "a number"}
+UNKNOWN_FIELD = ("unknown field; the API server drops it (or rejects the object under strict "
+                 "field validation), so it has no effect")
 
 
-def check(kind: str, doc: dict[str, Any], *, subject: str) -> list[Diagnostic]:
-    """Every type mismatch and missing required field of `doc`."""
-    out: list[Diagnostic] = []
-    _walk(doc, TYPES[KIND_KEYS[kind]], (), out, subject)
-    return out
+class _Walk:
+    """The state of one sanitize pass."""
 
+    def __init__(self, subject: str) -> None:
+        self.subject = subject
+        self.out: list[Diagnostic] = []
 
-def prune(kind: str, doc: dict[str, Any], *, subject: str
-          ) -> tuple[dict[str, Any], list[Diagnostic]]:
-    """A copy without the fields the CRD does not declare, and a warning for each.
-
-    The API server prunes unknown fields of custom resources (or rejects them under strict
-    field validation), so upstream never sees them; neither does the compiler.
-    """
-    notes: list[Diagnostic] = []
-    pruned = _prune(doc, TYPES[KIND_KEYS[kind]], (), notes, subject)
-    return pruned, notes
-
-
-def _prune(value: Any, tree: dict[str, Any], path: Path, notes: list[Diagnostic],
-           subject: str) -> Any:
-    if isinstance(value, dict):
-        if tree.get("x") or (tree.get("t") == "object" and "p" not in tree and "a" not in tree):
+    def value(self, value: Any, tree: dict[str, Any], path: Path) -> Any:
+        expected = tree.get("t")
+        if expected is not None and not _type_ok(value, expected):
+            got = _NAMES.get(type(value), type(value).__name__)
+            self.out.append(error("TJC-SCHEMA-TYPE", f"expected {_ARTICLES[expected]}, got "
+                                  f"{got}", path, subject=self.subject))
             return value
-        props, extra = tree.get("p", {}), tree.get("a")
-        out = {}
+        if isinstance(value, dict):
+            return self.mapping(value, tree, path)
+        if isinstance(value, list):
+            items = tree.get("i")
+            if items is None:
+                return _plain_copy(value)
+            return [self.value(item, items, (*path, i)) for i, item in enumerate(value)
+                    if item is not None]
+        return value
+
+    def mapping(self, value: dict[str, Any], tree: dict[str, Any], path: Path) -> Any:
+        props, extra = tree.get("p"), tree.get("a")
+        if tree.get("x") or (props is None and extra is None):
+            return _plain_copy(value)
+        props = props or {}
+        out: dict[str, Any] = {}
         for name, item in value.items():
+            if item is None:
+                continue
             sub = props.get(name, extra)
             if sub is None:
-                notes.append(Diagnostic(
-                    Severity.WARNING, "TJC-UNKNOWN-FIELD",
-                    "unknown field; the API server drops it (or rejects the object under "
-                    "strict field validation), so it has no effect", (*path, name),
-                    subject=subject))
+                self.out.append(Diagnostic(Severity.WARNING, "TJC-UNKNOWN-FIELD", UNKNOWN_FIELD,
+                                           (*path, name), subject=self.subject))
                 continue
-            out[name] = _prune(item, sub, (*path, name), notes, subject)
+            out[name] = self.value(item, sub, (*path, name))
+        for name in tree.get("r", ()):
+            if name not in out:
+                self.out.append(error("TJC-SCHEMA-REQUIRED", f"required field {name!r} is "
+                                      "missing", path, subject=self.subject))
         return out
-    if isinstance(value, list) and "i" in tree:
-        return [_prune(item, tree["i"], (*path, i), notes, subject)
-                for i, item in enumerate(value)]
-    return value
+
+
+def sanitize(kind: str, doc: dict[str, Any], *, subject: str
+             ) -> tuple[dict[str, Any], list[Diagnostic]]:
+    """A pruned copy of `doc` and every structural problem found in it."""
+    walk = _Walk(subject)
+    tree = TYPES[KIND_KEYS[kind]]
+    out = walk.mapping(doc, tree, ()) if isinstance(doc, dict) else {}
+    return out, walk.out
 
 
 def _type_ok(value: Any, expected: str) -> bool:
-    if isinstance(value, bool) and expected not in ("boolean",):
-        return False
-    return isinstance(value, _JSON_TYPES.get(expected, (object,)))
+    if isinstance(value, bool):
+        return expected == "boolean"
+    return isinstance(value, _JSON_TYPES[expected]) if expected in _JSON_TYPES else True
 
 
-def _walk(value: Any, tree: dict[str, Any], path: Path, out: list[Diagnostic],
-          subject: str) -> None:
-    expected = tree.get("t")
-    if value is None:
-        return
-    if expected and not _type_ok(value, expected):
-        got = _NAMES.get(type(value), type(value).__name__)
-        out.append(error("TJC-SCHEMA-TYPE", f"expected {_article(expected)}, got {got}",
-                         path, subject=subject))
-        return
+def _plain_copy(value: Any) -> Any:
+    """Copy JSON-like data without nulls in maps (faster than `copy.deepcopy`)."""
     if isinstance(value, dict):
-        for name in tree.get("r", ()):
-            if name not in value:
-                out.append(error("TJC-SCHEMA-REQUIRED", f"required field {name!r} is missing",
-                                 path, subject=subject))
-        props, extra = tree.get("p", {}), tree.get("a")
-        for name, item in value.items():
-            sub = props.get(name, extra)
-            if sub is not None:
-                _walk(item, sub, (*path, name), out, subject)
-    elif isinstance(value, list) and "i" in tree:
-        for index, item in enumerate(value):
-            _walk(item, tree["i"], (*path, index), out, subject)
-
-
-def _article(expected: str) -> str:
-    names = {"ios": "integer or string", "object": "an object", "array": "an array",
-             "integer": "an integer", "string": "a string", "boolean": "a boolean",
-             "number": "a number"}
-    return names.get(expected, expected)
+        return {k: _plain_copy(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_plain_copy(v) for v in value]
+    return value

@@ -17,9 +17,9 @@ Pure; called by `compiler.context` and the JobSet plugin.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
+from compiler.data import copy_json
 from compiler.defaults import canonicalize_quantities, quantity_tree
 
 Obj = dict[str, Any]
@@ -39,14 +39,14 @@ MAP_FIELDS = frozenset({"labels", "annotations", "nodeSelector", "limits", "requ
 
 def jobset_spec(spec: Obj) -> Obj:
     """Return the JobSet spec as upstream's typed round trip leaves it (a new dict)."""
-    out = copy.deepcopy(spec)
+    out = copy_json(spec)
     canonicalize_quantities(out, quantity_tree("TrainingRuntime", "spec", "template", "spec"))
     for rjob in _dicts(out.get("replicatedJobs")):
         _replicated_job(rjob)
     for policy in _dicts(out.get("volumeClaimPolicies")):
         for claim in _dicts(policy.get("templates")):
             _claim(claim, with_status=True)
-    return out
+    return finalize(out)
 
 
 def _replicated_job(rjob: Obj) -> None:
@@ -153,18 +153,27 @@ def _get(obj: Obj, *keys: str) -> Any:
     return obj
 
 
-def finalize(value: Any, key: str = "") -> Any:
-    """Drop nulls, empty lists and empty maps as an ApplyConfiguration marshal does."""
-    if isinstance(value, dict):
-        out = {}
-        for k, v in value.items():
-            item = finalize(v, k)
-            if item is None or (isinstance(item, list) and not item):
-                continue
-            if isinstance(item, dict) and not item and k in MAP_FIELDS:
-                continue
-            out[k] = item
-        return out
-    if isinstance(value, list):
-        return [finalize(v, key) for v in value]
-    return value
+def finalize(value: Obj) -> Obj:
+    """Drop nulls, empty lists and empty maps as an ApplyConfiguration marshal does.
+
+    `jobset_spec` ends with it, so the compile steps after it only need to avoid adding
+    empty values; the output is then what upstream's marshalled ApplyConfiguration holds.
+    """
+    out: Obj = {}
+    for key, item in value.items():
+        if item is None:
+            continue
+        if isinstance(item, dict):
+            if item or key not in MAP_FIELDS:
+                out[key] = finalize(item)
+        elif isinstance(item, list):
+            if item:
+                out[key] = _finalize_list(item)
+        else:
+            out[key] = item
+    return out
+
+
+def _finalize_list(items: list[Any]) -> list[Any]:
+    return [finalize(v) if isinstance(v, dict) else _finalize_list(v) if isinstance(v, list)
+            else v for v in items]

@@ -8,10 +8,10 @@ otherwise the item is appended. Env vars and volumes match by `name`, volume mou
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from compiler.data import copy_json
 from compiler.quantity import QuantityError, canonical
 
 Obj = dict[str, Any]
@@ -31,30 +31,36 @@ def upsert(items: list[Obj], new: Iterable[Obj], match: Match) -> None:
     for item in new:
         for i, cur in enumerate(items):
             if match(cur, item):
-                items[i] = copy.deepcopy(item)
+                items[i] = copy_json(item)
                 break
         else:
-            items.append(copy.deepcopy(item))
+            items.append(copy_json(item))
 
 
-def upsert_env(container: Obj, envs: Iterable[Obj]) -> None:
+def _upsert_field(obj: Obj, key: str, new: Sequence[Obj], match: Match) -> None:
+    """Upsert into the list `obj[key]`, creating it only when there is something to add."""
+    if new:
+        upsert(obj.setdefault(key, []), new, match)
+
+
+def upsert_env(container: Obj, envs: Sequence[Obj]) -> None:
     """Upsert env vars by name into a container."""
-    upsert(container.setdefault("env", []), envs, _by("name"))
+    _upsert_field(container, "env", envs, _by("name"))
 
 
-def upsert_ports(container: Obj, ports: Iterable[Obj]) -> None:
+def upsert_ports(container: Obj, ports: Sequence[Obj]) -> None:
     """Upsert ports by containerPort or name into a container."""
-    upsert(container.setdefault("ports", []), ports, _port_match)
+    _upsert_field(container, "ports", ports, _port_match)
 
 
-def upsert_mounts(container: Obj, mounts: Iterable[Obj]) -> None:
+def upsert_mounts(container: Obj, mounts: Sequence[Obj]) -> None:
     """Upsert volume mounts by mountPath into a container."""
-    upsert(container.setdefault("volumeMounts", []), mounts, _by("mountPath"))
+    _upsert_field(container, "volumeMounts", mounts, _by("mountPath"))
 
 
-def upsert_volumes(pod_spec: Obj, volumes: Iterable[Obj]) -> None:
+def upsert_volumes(pod_spec: Obj, volumes: Sequence[Obj]) -> None:
     """Upsert volumes by name into a pod spec."""
-    upsert(pod_spec.setdefault("volumes", []), volumes, _by("name"))
+    _upsert_field(pod_spec, "volumes", volumes, _by("name"))
 
 
 def env_var(env: Obj) -> Obj:

@@ -9,6 +9,7 @@ Pure; called by `compiler.compile` and `tjc explain`.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 
 import networkx as nx
 
@@ -35,7 +36,13 @@ def build_graph(plugins: Sequence[PluginSpec]) -> nx.DiGraph:
 
 
 def plugin_order(plugins: Sequence[PluginSpec]) -> list[PluginSpec]:
-    """Topological order with ties broken by registry position."""
+    """Topological order with ties broken by registry position (memoised: plugins are
+    immutable declarations, so the same set always gives the same order)."""
+    return list(_order(tuple(plugins)))
+
+
+@lru_cache(maxsize=64)
+def _order(plugins: tuple[PluginSpec, ...]) -> tuple[PluginSpec, ...]:
     graph = build_graph(plugins)
     by_name = {p.name: p for p in plugins}
     try:
@@ -46,4 +53,4 @@ def plugin_order(plugins: Sequence[PluginSpec]) -> list[PluginSpec]:
         raise PluginGraphError(error(
             "TJC-PLUGIN-GRAPH",
             f"plugin dependency cycle between {', '.join(cycle)}")) from exc
-    return [by_name[n] for n in names]
+    return tuple(by_name[n] for n in names)

@@ -8,10 +8,8 @@ controller ownerReference (only when the TrainJob has a uid: the compiler never 
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
-from compiler import typed
 from compiler.context import ANCESTOR_LABEL, NODE, TRAINER, Context
 from compiler.plugins.base import PluginResult, PluginSpec, ml_policy_has
 from compiler.upsert import env_vars, upsert_env
@@ -28,7 +26,7 @@ def active(ctx: Context) -> bool:
 
 def run(ctx: Context) -> PluginResult:
     """Return the JobSet object."""
-    spec = copy.deepcopy(ctx.spec)
+    spec = ctx.spec  # the builder runs last and takes the spec over
     jobs = spec.get("replicatedJobs") or []
     _sync_parallel_count(ctx, jobs)
     for rjob in jobs:
@@ -43,7 +41,7 @@ def run(ctx: Context) -> PluginResult:
     spec.pop("suspend", None)
     if suspend is not None:
         spec["suspend"] = suspend
-    return PluginResult(objects=(typed.finalize(_jobset(ctx, spec)),))
+    return PluginResult(objects=(_jobset(ctx, spec),))
 
 
 def _sync_parallel_count(ctx: Context, jobs: list[Obj]) -> None:
@@ -98,9 +96,17 @@ def _trainer_overrides(ctx: Context, container: Obj, trainer: Obj) -> None:
     if trainer.get("image") is not None:
         container["image"] = trainer["image"]
     if ctx.trainer_command is not None:
-        container["command"] = list(ctx.trainer_command)
+        _set_list(container, "command", ctx.trainer_command)
     if isinstance(trainer.get("args"), list):
-        container["args"] = list(trainer["args"])
+        _set_list(container, "args", trainer["args"])
+
+
+def _set_list(container: Obj, key: str, values: list[str]) -> None:
+    """Set a list field; an empty list clears it (it marshals away, as upstream's)."""
+    if values:
+        container[key] = list(values)
+    else:
+        container.pop(key, None)
 
 
 def _merge_map(meta: Obj, key: str, values: dict[str, str]) -> None:

@@ -1,0 +1,123 @@
+"""`make bench`: the performance targets of DESIGN.md, measured.
+
+- compile: per-TrainJob time and TrainJobs per second over 10,000 four-node JAX TrainJobs
+  (target: at least 10,000 per second per core);
+- render: `tjc render` of the same 10,000 TrainJobs, in process against the floor of plain
+  libyaml load + dump of the same documents (target: within 2x), and end to end as a command
+  including start-up (target: under 5 s), with its peak memory at 1,000 and 10,000 TrainJobs
+  (target: flat in N).
+
+Prints a table; `--json FILE` also writes the figures. Timings are the best of `--repeat` runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from compiler import compile_trainjob, emit
+from compiler.builtin import builtin_runtimes
+from compiler.loader import Source, parse_source
+from compiler.render import render_documents
+
+Obj = dict[str, Any]
+
+
+def jax_trainjob(index: int) -> Obj:
+    """A four-node JAX TrainJob like the ones users submit."""
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": f"jax-job-{index}", "namespace": "team-a", "uid": f"uid-{index}"},
+        "spec": {
+            "runtimeRef": {"name": "jax-distributed"},
+            "trainer": {
+                "numNodes": 4,
+                "command": ["python", "train.py", f"--seed={index}"],
+                "env": [{"name": "EPOCHS", "value": "10"}, {"name": "LR", "value": "0.001"}],
+                "resourcesPerNode": {"limits": {"cpu": "8", "memory": "32Gi",
+                                                "nvidia.com/gpu": "1"}},
+            },
+        },
+    }
+
+
+def best_of(repeat: int, fn: Callable[[], object]) -> float:
+    """The fastest of `repeat` runs of `fn`, in seconds."""
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def bench_compile(jobs: list[Obj], runtime: Obj, repeat: int) -> dict[str, float]:
+    """Compile every job against the runtime."""
+    seconds = best_of(repeat, lambda: [compile_trainjob(job, runtime) for job in jobs])
+    return {"jobs": len(jobs), "seconds": seconds, "us_per_job": seconds / len(jobs) * 1e6,
+            "jobs_per_second": len(jobs) / seconds}
+
+
+def bench_render(text: str, repeat: int) -> dict[str, float]:
+    """In-process render (load, compile, emit) versus libyaml load + dump."""
+    builtin = builtin_runtimes()
+
+    def render() -> str:
+        docs, _ = parse_source(Source("bench.yaml", text))
+        result = render_documents(docs, builtin)
+        return emit.yaml_stream([o for job in result.jobs for o in job.objects])
+
+    def floor() -> str:
+        docs = list(yaml.load_all(text, Loader=yaml.CSafeLoader))
+        return str(yaml.dump_all(docs, Dumper=yaml.CSafeDumper))
+
+    render_s, floor_s = best_of(repeat, render), best_of(repeat, floor)
+    return {"render_seconds": render_s, "libyaml_seconds": floor_s, "ratio": render_s / floor_s}
+
+
+def bench_command(path: Path, repeat: int) -> dict[str, float]:
+    """`tjc render FILE` as a command: wall time with start-up, and peak RSS (MiB)."""
+    cmd = [sys.executable, "-m", "compiler", "render", "-q", str(path)]
+    seconds = best_of(repeat, lambda: subprocess.run(cmd, check=True,
+                                                     stdout=subprocess.DEVNULL))
+    peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return {"seconds": seconds, "peak_rss_mib": peak_kib / 1024}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run every benchmark and print the figures."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-n", type=int, default=10_000, help="TrainJobs (default 10000)")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    args = parser.parse_args(argv)
+    runtime = next(d.data for d in builtin_runtimes()
+                   if d.data["metadata"]["name"] == "jax-distributed")
+    jobs = [jax_trainjob(i) for i in range(args.n)]
+    figures: dict[str, Any] = {"compile": bench_compile(jobs, runtime, args.repeat)}
+    with tempfile.TemporaryDirectory() as tmp:
+        stream = emit.yaml_stream(jobs)
+        figures["render_in_process"] = bench_render(stream, args.repeat)
+        for n in sorted({min(1000, args.n), args.n}):
+            path = Path(tmp) / f"jobs-{n}.yaml"
+            path.write_text(emit.yaml_stream(jobs[:n]), encoding="utf-8")
+            figures[f"render_command_{n}"] = bench_command(path, args.repeat)
+    print(json.dumps(figures, indent=2))
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,14 @@
+"""Helpers for JSON-like data (dicts, lists, scalars): the one fast deep copy."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def copy_json(value: Any) -> Any:
+    """A deep copy of JSON-like data, several times faster than `copy.deepcopy`."""
+    if isinstance(value, dict):
+        return {k: copy_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [copy_json(v) for v in value]
+    return value
