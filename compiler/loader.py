@@ -145,41 +145,56 @@ def read_source(path: str) -> Source:
                                f"{name} is not UTF-8 text: {exc.reason}")) from exc
 
 
-def parse_source(source: Source) -> tuple[list[Document], list[Diagnostic]]:
-    """Every mapping document of a source; problems become located diagnostics."""
-    docs: list[Document] = []
-    problems: list[Diagnostic] = []
+def iter_source(source: Source) -> Iterator[Document | Diagnostic]:
+    """Each mapping document of a source in turn, or a located diagnostic for a bad one.
+
+    Lazy, so a long stream is never held in memory at once; a syntax error ends the stream.
+    """
+    aliases = "*" in source.text
     index = 0
     try:
         for index, data in enumerate(yaml.load_all(source.text, Loader=_Loader)):
             if data is None:
                 continue
+            where = Document({}, source, index)
             if not isinstance(data, dict):
-                problems.append(error(
-                    "TJC-INPUT-NOT-OBJECT",
-                    f"document {index + 1} is a {type(data).__name__}, expected a mapping "
-                    "with apiVersion and kind").at(Document({}, source, index).locate()))
+                yield error("TJC-INPUT-NOT-OBJECT",
+                            f"document {index + 1} is a {type(data).__name__}, expected a "
+                            "mapping with apiVersion and kind").at(where.locate())
                 continue
-            _check_expansion(data, source, index)
-            docs.append(Document(data, source, index))
+            problem = _expansion_problem(data) if aliases else None
+            if problem:
+                yield problem.at(where.locate())
+                continue
+            yield Document(data, source, index)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
-        where = Location(source.name, mark.line + 1, mark.column + 1) if mark else \
+        where_mark = Location(source.name, mark.line + 1, mark.column + 1) if mark else \
             Location(source.name, 1, 1)
-        problem = exc.problem or "invalid YAML"
-        problems.append(error("TJC-INPUT-SYNTAX", f"cannot parse YAML: {problem}").at(where))
+        problem_text = exc.problem or "invalid YAML"
+        yield error("TJC-INPUT-SYNTAX", f"cannot parse YAML: {problem_text}").at(where_mark)
     except yaml.YAMLError as exc:
-        problems.append(error("TJC-INPUT-SYNTAX", f"cannot parse YAML: {exc}")
-                        .at(Location(source.name, 1, 1)))
-    except InputError as exc:
-        problems.append(exc.diagnostic.at(Document({}, source, index).locate()))
+        yield error("TJC-INPUT-SYNTAX", f"cannot parse YAML: {exc}").at(
+            Location(source.name, 1, 1))
+    except RecursionError:
+        yield error("TJC-INPUT-TOO-DEEP", f"document {index + 2} is nested too deeply").at(
+            Location(source.name, 1, 1))
+
+
+def parse_source(source: Source) -> tuple[list[Document], list[Diagnostic]]:
+    """Every mapping document of a source, and the diagnostics for the bad ones."""
+    docs: list[Document] = []
+    problems: list[Diagnostic] = []
+    for item in iter_source(source):
+        if isinstance(item, Document):
+            docs.append(item)
+        else:
+            problems.append(item)
     return docs, problems
 
 
-def _check_expansion(data: Obj, source: Source, index: int) -> None:
-    """Reject documents whose aliases expand beyond MAX_NODES (or refer to themselves)."""
-    if "*" not in source.text:
-        return
+def _expansion_problem(data: Obj) -> Diagnostic | None:
+    """Documents whose aliases expand beyond MAX_NODES values (or refer to themselves)."""
     sizes: dict[int, int] = {}
 
     def size(value: Any) -> int:
@@ -188,7 +203,7 @@ def _check_expansion(data: Obj, source: Source, index: int) -> None:
         key = id(value)
         if key in sizes:
             if sizes[key] < 0:
-                raise InputError(error("TJC-INPUT-ALIAS", "a YAML alias refers to itself"))
+                raise RecursionError
             return sizes[key]
         sizes[key] = -1
         items = value.values() if isinstance(value, dict) else value
@@ -196,9 +211,12 @@ def _check_expansion(data: Obj, source: Source, index: int) -> None:
         sizes[key] = total
         return total
 
-    if size(data) > MAX_NODES:
-        raise InputError(error("TJC-INPUT-ALIAS",
-                               f"YAML aliases expand to more than {MAX_NODES} values"))
+    try:
+        if size(data) <= MAX_NODES:
+            return None
+    except RecursionError:
+        return error("TJC-INPUT-ALIAS", "a YAML alias refers to itself")
+    return error("TJC-INPUT-ALIAS", f"YAML aliases expand to more than {MAX_NODES} values")
 
 
 def expand_paths(paths: Sequence[str]) -> Iterator[str]:
@@ -216,12 +234,17 @@ def expand_paths(paths: Sequence[str]) -> Iterator[str]:
             yield path
 
 
+def read_sources(paths: Sequence[str]) -> list[Source]:
+    """Read every input file; a missing or unreadable path raises InputError."""
+    return [read_source(path) for path in expand_paths(paths)]
+
+
 def load_paths(paths: Sequence[str]) -> tuple[list[Document], list[Diagnostic]]:
     """Load every input; a missing path raises InputError, bad content is a diagnostic."""
     docs: list[Document] = []
     problems: list[Diagnostic] = []
-    for path in expand_paths(paths):
-        found, bad = parse_source(read_source(path))
+    for source in read_sources(paths):
+        found, bad = parse_source(source)
         docs.extend(found)
         problems.extend(bad)
     return docs, problems

@@ -12,12 +12,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from compiler import emit
 from compiler.builtin import builtin_runtimes
 from compiler.diagnostics import Diagnostic
-from compiler.loader import Document, Source, parse_source
-from compiler.render import render_documents
+from compiler.loader import Source
+from compiler.render import JobResult, render_stream
 
 SECTION = re.compile(r"^-- (?P<name>\S+) --$", re.MULTILINE)
 GOLDEN_DIR = Path(__file__).resolve().parent.parent / "golden"
@@ -54,18 +55,16 @@ def parse(path: Path) -> Case:
 
 def run(case: Case) -> dict[str, str]:
     """Render the case's inputs; the actual text of every `want/` section."""
-    docs: list[Document] = []
-    problems: list[Diagnostic] = []
-    for name, text in case.inputs.items():
-        found, bad = parse_source(Source(name, text))
-        docs.extend(found)
-        problems.extend(bad)
+    sources = [Source(name, text) for name, text in case.inputs.items()]
     builtin = () if "--no-builtin-runtimes" in case.flags else builtin_runtimes()
-    result = render_documents(docs, builtin)
-    diagnostics = problems + result.diagnostics
-    for job in result.jobs:
-        diagnostics.extend(job.diagnostics)
-    objects = [obj for job in result.jobs for obj in job.objects]
+    objects: list[dict[str, Any]] = []
+    diagnostics: list[Diagnostic] = []
+    for item in render_stream(sources, builtin):
+        if isinstance(item, JobResult):
+            objects.extend(item.objects)
+            diagnostics.extend(item.diagnostics)
+        else:
+            diagnostics.append(item)
     return {
         "want/objects.yaml": emit.yaml_stream(objects),
         "want/diagnostics.txt": "".join(d.text() + "\n" for d in diagnostics),

@@ -12,8 +12,8 @@ from typing import Any
 from compiler import emit
 from compiler.builtin import builtin_runtimes
 from compiler.diagnostics import Diagnostic, Severity, error, has_errors
-from compiler.loader import load_paths
-from compiler.render import JobResult, render_documents
+from compiler.loader import read_sources
+from compiler.render import JobResult, render_stream
 
 HELP = "render TrainJobs into the JobSet (and side objects) Kubeflow Trainer creates"
 EPILOG = """\
@@ -43,22 +43,28 @@ def register(verbs: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Load, render, print; exit 1 if any input had errors."""
-    docs, problems = load_paths(args.paths)
+    """Load, render and print one TrainJob at a time; exit 1 if any input had errors."""
+    sources = read_sources(args.paths)
     builtin = () if args.no_builtin_runtimes else builtin_runtimes()
-    result = render_documents(docs, builtin)
-    diagnostics = problems + result.diagnostics
-    for job in result.jobs:
-        diagnostics.extend(job.diagnostics)
-    if args.output_dir:
-        diagnostics.extend(write_files(Path(args.output_dir), result.jobs, args.output))
-    else:
-        objects = [obj for job in result.jobs for obj in job.objects]
-        text = emit.json_list(objects) if args.output == "json" else emit.yaml_stream(objects)
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    report(diagnostics, quiet=args.quiet)
-    return 1 if has_errors(diagnostics) else 0
+    writer = DirWriter(Path(args.output_dir), args.output) if args.output_dir else None
+    objects: list[dict[str, Any]] = []
+    errors = False
+    for item in render_stream(sources, builtin):
+        diagnostics = [item] if isinstance(item, Diagnostic) else item.diagnostics
+        if isinstance(item, JobResult) and writer is not None:
+            diagnostics += writer.write(item)
+        elif isinstance(item, JobResult) and args.output == "json":
+            objects.extend(item.objects)
+        elif isinstance(item, JobResult):
+            sys.stdout.write(emit.yaml_stream(item.objects))
+        errors = errors or has_errors(diagnostics)
+        report(diagnostics, quiet=args.quiet)
+    if writer is not None:
+        writer.close()
+    elif args.output == "json":
+        sys.stdout.write(emit.json_list(objects))
+    sys.stdout.flush()
+    return 1 if errors else 0
 
 
 def report(diagnostics: list[Diagnostic], *, quiet: bool) -> None:
@@ -69,26 +75,34 @@ def report(diagnostics: list[Diagnostic], *, quiet: bool) -> None:
         print(diag.text(), file=sys.stderr)
 
 
-def write_files(out_dir: Path, jobs: list[JobResult], fmt: str) -> list[Diagnostic]:
-    """Write `<ns>/<name>.<fmt>` per TrainJob; only files this command wrote are replaced."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    manifest_path = out_dir / MANIFEST
-    owned = set(manifest_path.read_text().split()) if manifest_path.exists() else set()
-    problems: list[Diagnostic] = []
-    for job in jobs:
+class DirWriter:
+    """Writes `<ns>/<name>.<fmt>` per TrainJob below a folder; replaces only files it wrote
+    before (listed in the folder's manifest), never a file the user wrote."""
+
+    def __init__(self, out_dir: Path, fmt: str) -> None:
+        self.out_dir, self.fmt = out_dir, fmt
+        out_dir.mkdir(parents=True, exist_ok=True)
+        self.manifest = out_dir / MANIFEST
+        self.owned = set(self.manifest.read_text().split()) if self.manifest.exists() else set()
+
+    def write(self, job: JobResult) -> list[Diagnostic]:
+        """Write one TrainJob's objects, or say why not."""
         if not job.objects:
-            continue
-        rel = f"{job.name}.{fmt}"
-        target = out_dir / rel
-        if target.exists() and rel not in owned:
-            problems.append(error("TJC-OUTPUT-EXISTS", f"{target} exists and was not written "
-                                  "by tjc render; not overwritten"))
-            continue
-        text = emit.json_list(job.objects) if fmt == "json" else emit.yaml_stream(job.objects)
+            return []
+        rel = f"{job.name}.{self.fmt}"
+        target = self.out_dir / rel
+        if target.exists() and rel not in self.owned:
+            return [error("TJC-OUTPUT-EXISTS", f"{target} exists and was not written by tjc "
+                          "render; not overwritten")]
+        text = emit.json_list(job.objects) if self.fmt == "json" else \
+            emit.yaml_stream(job.objects)
         _atomic_write(target, text)
-        owned.add(rel)
-    _atomic_write(manifest_path, "".join(f"{name}\n" for name in sorted(owned)))
-    return problems
+        self.owned.add(rel)
+        return []
+
+    def close(self) -> None:
+        """Record which files this command owns."""
+        _atomic_write(self.manifest, "".join(f"{name}\n" for name in sorted(self.owned)))
 
 
 def _atomic_write(target: Path, text: str) -> None:
