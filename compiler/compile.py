@@ -15,7 +15,7 @@ from typing import Any
 
 from compiler import structural, typed
 from compiler.context import Context, build_context
-from compiler.data import copy_json
+from compiler.data import fast_copy
 from compiler.defaults import default_in_place
 from compiler.diagnostics import Diagnostic, ObjectRef, error, has_errors, with_object
 from compiler.errors import TjcError
@@ -80,7 +80,7 @@ def compile_trainjob(trainjob: Mapping[str, Any],
     if mismatch:
         return CompileResult((), tuple(with_object([*notes, mismatch], ref)))
     try:
-        ctx = build_context(tj, prepared.doc, copy_json(prepared.spec))
+        ctx = build_context(tj, prepared.doc, fast_copy(prepared.spec))
         plugins = plugin_order([p for p in REGISTRY if p.active(ctx)])
         objects, diagnostics = _run_plugins(ctx, plugins)
     except TjcError as exc:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import marshal
 from typing import Any
 
 
@@ -12,3 +13,11 @@ def copy_json(value: Any) -> Any:
     if isinstance(value, list):
         return [copy_json(v) for v in value]
     return value
+
+
+def fast_copy(value: Any) -> Any:
+    """A deep copy through `marshal` (C speed) when the data allows, else `copy_json`."""
+    try:
+        return marshal.loads(marshal.dumps(value))
+    except (ValueError, TypeError):
+        return copy_json(value)

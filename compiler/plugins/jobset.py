@@ -12,7 +12,7 @@ from typing import Any
 
 from compiler.context import ANCESTOR_LABEL, NODE, TRAINER, Context
 from compiler.plugins.base import PluginResult, PluginSpec, ml_policy_has
-from compiler.upsert import env_vars, upsert_env
+from compiler.upsert import env_vars, upsert_env, upsert_mounts, upsert_ports, upsert_volumes
 
 Obj = dict[str, Any]
 INITIALIZERS = ("dataset-initializer", "model-initializer")
@@ -29,6 +29,8 @@ def run(ctx: Context) -> PluginResult:
     spec = ctx.spec  # the builder runs last and takes the spec over
     jobs = spec.get("replicatedJobs") or []
     _sync_parallel_count(ctx, jobs)
+    for ps in ctx.pod_sets:
+        _upsert_back(ps.pod_spec)
     for rjob in jobs:
         ancestor = (rjob["template"].get("metadata", {}).get("labels") or {}).get(ANCESTOR_LABEL)
         if ancestor in INITIALIZERS:
@@ -52,6 +54,22 @@ def _sync_parallel_count(ctx: Context, jobs: list[Obj]) -> None:
                 job_spec["parallelism"] = ps.count
                 job_spec["completions"] = ps.count
                 break
+
+
+def _upsert_back(pod_spec: Obj) -> None:
+    """Build's write-back of each pod set's volumes and container env, ports and mounts.
+
+    Upstream upserts every pod-set list into the JobSet list it was taken from. With unique
+    keys that changes nothing, but unnamed ports all match each other (nil name == nil
+    name), so the first unnamed port ends up holding the last one: `[8080, 6006]` becomes
+    `[6006, 6006]` (reference §4).
+    """
+    upsert_volumes(pod_spec, list(pod_spec.get("volumes") or []))
+    for key in ("containers", "initContainers"):
+        for container in pod_spec.get(key) or []:
+            upsert_env(container, list(container.get("env") or []))
+            upsert_ports(container, list(container.get("ports") or []))
+            upsert_mounts(container, list(container.get("volumeMounts") or []))
 
 
 def _containers(rjob: Obj) -> list[Obj]:
@@ -115,7 +133,9 @@ def _merge_map(meta: Obj, key: str, values: dict[str, str]) -> None:
 
 
 def _jobset(ctx: Context, spec: Obj) -> Obj:
-    metadata: Obj = {"name": ctx.name, "namespace": ctx.namespace}
+    metadata: Obj = {"name": ctx.name}
+    if ctx.namespace:
+        metadata["namespace"] = ctx.namespace
     if ctx.labels:
         metadata["labels"] = dict(ctx.labels)
     if ctx.annotations:
