@@ -28,6 +28,12 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
     "boolean": (bool,),
     "ios": (int, str),
 }
+_EXACT: dict[str, frozenset[type]] = {
+    "object": frozenset({dict}), "array": frozenset({list}), "string": frozenset({str}),
+    "integer": frozenset({int}), "number": frozenset({int, float}),
+    "boolean": frozenset({bool}), "ios": frozenset({int, str}),
+}
+_SCALARS = frozenset({"string", "integer", "number", "boolean", "ios"})
 _NAMES = {dict: "object", list: "array", str: "string", int: "integer", float: "number",
           bool: "boolean"}
 _ARTICLES = {"ios": "an integer or string", "object": "an object", "array": "an array",
@@ -46,20 +52,34 @@ class _Walk:
 
     def value(self, value: Any, tree: dict[str, Any], path: Path) -> Any:
         expected = tree.get("t")
-        if expected is not None and not _type_ok(value, expected):
-            got = _NAMES.get(type(value), type(value).__name__)
-            self.out.append(error("TJC-SCHEMA-TYPE", f"expected {_ARTICLES[expected]}, got "
-                                  f"{got}", path, subject=self.subject))
+        if expected is not None and type(value) not in _EXACT.get(expected, ()) \
+                and not _type_ok(value, expected):
+            self.type_error(value, expected, path)
             return value
         if isinstance(value, dict):
             return self.mapping(value, tree, path)
         if isinstance(value, list):
-            items = tree.get("i")
-            if items is None:
-                return _plain_copy(value)
-            return [self.value(item, items, (*path, i)) for i, item in enumerate(value)
-                    if item is not None]
+            return self.sequence(value, tree.get("i"), path)
         return value
+
+    def type_error(self, value: Any, expected: str, path: Path) -> None:
+        got = _NAMES.get(type(value), type(value).__name__)
+        self.out.append(error("TJC-SCHEMA-TYPE", f"expected {_ARTICLES[expected]}, got {got}",
+                              path, subject=self.subject))
+
+    def sequence(self, value: list[Any], items: dict[str, Any] | None, path: Path) -> Any:
+        if items is None:
+            return _plain_copy(value)
+        expected = items.get("t")
+        if expected in _SCALARS:
+            allowed = _EXACT.get(expected, frozenset())
+            for i, item in enumerate(value):
+                if item is not None and type(item) not in allowed \
+                        and not _type_ok(item, expected):
+                    self.type_error(item, expected, (*path, i))
+            return [item for item in value if item is not None]
+        return [self.value(item, items, (*path, i)) for i, item in enumerate(value)
+                if item is not None]
 
     def mapping(self, value: dict[str, Any], tree: dict[str, Any], path: Path) -> Any:
         props, extra = tree.get("p"), tree.get("a")
@@ -74,8 +94,14 @@ class _Walk:
             if sub is None:
                 self.out.append(Diagnostic(Severity.WARNING, "TJC-UNKNOWN-FIELD", UNKNOWN_FIELD,
                                            (*path, name), subject=self.subject))
-                continue
-            out[name] = self.value(item, sub, (*path, name))
+            elif isinstance(item, (dict, list)):
+                out[name] = self.value(item, sub, (*path, name))
+            else:
+                expected = sub.get("t")
+                if expected is not None and type(item) not in _EXACT.get(expected, ()) \
+                        and not _type_ok(item, expected):
+                    self.type_error(item, expected, (*path, name))
+                out[name] = item
         for name in tree.get("r", ()):
             if name not in out:
                 self.out.append(error("TJC-SCHEMA-REQUIRED", f"required field {name!r} is "
@@ -95,7 +121,9 @@ def sanitize(kind: str, doc: dict[str, Any], *, subject: str
 def _type_ok(value: Any, expected: str) -> bool:
     if isinstance(value, bool):
         return expected == "boolean"
-    return isinstance(value, _JSON_TYPES[expected]) if expected in _JSON_TYPES else True
+    if expected not in _JSON_TYPES:
+        return True
+    return isinstance(value, _JSON_TYPES[expected]) and not isinstance(value, bool)
 
 
 def _plain_copy(value: Any) -> Any:

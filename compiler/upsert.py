@@ -22,19 +22,22 @@ def _by(key: str) -> Match:
     return lambda a, b: a.get(key) == b.get(key)
 
 
-def _port_match(a: Obj, b: Obj) -> bool:
+def port_match(a: Obj, b: Obj) -> bool:
+    """Upstream's `byContainerPortOrName`: same containerPort, or same (possibly absent) name."""
     return a.get("containerPort") == b.get("containerPort") or a.get("name") == b.get("name")
 
 
-def upsert(items: list[Obj], new: Iterable[Obj], match: Match) -> None:
-    """Replace the first matching item or append, for each new item in order."""
+def upsert(items: list[Obj], new: Iterable[Obj], match: Match, *, copy: bool = True) -> None:
+    """Replace the first matching item or append, for each new item in order (copies of the
+    new items unless `copy` is false)."""
     for item in new:
+        value = copy_json(item) if copy else item
         for i, cur in enumerate(items):
             if match(cur, item):
-                items[i] = copy_json(item)
+                items[i] = value
                 break
         else:
-            items.append(copy_json(item))
+            items.append(value)
 
 
 def _upsert_field(obj: Obj, key: str, new: Sequence[Obj], match: Match) -> None:
@@ -50,7 +53,7 @@ def upsert_env(container: Obj, envs: Sequence[Obj]) -> None:
 
 def upsert_ports(container: Obj, ports: Sequence[Obj]) -> None:
     """Upsert ports by containerPort or name into a container."""
-    _upsert_field(container, "ports", ports, _port_match)
+    _upsert_field(container, "ports", ports, port_match)
 
 
 def upsert_mounts(container: Obj, mounts: Sequence[Obj]) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 from compiler.context import ANCESTOR_LABEL, NODE, TRAINER, Context
 from compiler.plugins.base import PluginResult, PluginSpec, ml_policy_has
-from compiler.upsert import env_vars, upsert_env, upsert_mounts, upsert_ports, upsert_volumes
+from compiler.upsert import env_vars, port_match, upsert, upsert_env
 
 Obj = dict[str, Any]
 INITIALIZERS = ("dataset-initializer", "model-initializer")
@@ -57,19 +57,19 @@ def _sync_parallel_count(ctx: Context, jobs: list[Obj]) -> None:
 
 
 def _upsert_back(pod_spec: Obj) -> None:
-    """Build's write-back of each pod set's volumes and container env, ports and mounts.
+    """Build's write-back of each pod set's container ports.
 
-    Upstream upserts every pod-set list into the JobSet list it was taken from. With unique
-    keys that changes nothing, but unnamed ports all match each other (nil name == nil
-    name), so the first unnamed port ends up holding the last one: `[8080, 6006]` becomes
+    Upstream upserts every pod-set list (volumes, env, ports, mounts) into the JobSet list it
+    was taken from. Volumes, env and mounts have unique keys (the CRDs key them by name and
+    mountPath), so that changes nothing; but unnamed ports all match each other (nil name ==
+    nil name), so the first unnamed port ends up holding the last one: `[8080, 6006]` becomes
     `[6006, 6006]` (reference §4).
     """
-    upsert_volumes(pod_spec, list(pod_spec.get("volumes") or []))
     for key in ("containers", "initContainers"):
         for container in pod_spec.get(key) or []:
-            upsert_env(container, list(container.get("env") or []))
-            upsert_ports(container, list(container.get("ports") or []))
-            upsert_mounts(container, list(container.get("volumeMounts") or []))
+            ports = container.get("ports")
+            if ports and len(ports) > 1:
+                upsert(ports, list(ports), port_match, copy=False)
 
 
 def _containers(rjob: Obj) -> list[Obj]:

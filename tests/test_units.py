@@ -1,0 +1,153 @@
+"""Unit tests of the small pure pieces: quantities, strategic merge, upserts, the plugin
+graph, defaulting and the loader's bounds."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from compiler import quantity, smp, upsert
+from compiler.defaults import apply_defaults
+from compiler.diagnostics import Severity
+from compiler.errors import CompileError, PluginGraphError
+from compiler.loader import MAX_NODES, Source, parse_source
+from compiler.plugins import REGISTRY
+from compiler.plugins.base import PluginResult, PluginSpec
+from compiler.plugins.graph import plugin_order
+
+
+@pytest.mark.parametrize(("given", "canonical"), [
+    ("1024Mi", "1Gi"), ("2000m", "2"), ("0.5", "500m"), ("1536Mi", "1536Mi"), ("2000", "2k"),
+    ("1.5", "1500m"), ("100m", "100m"), ("0.1m", "100u"), ("1e3", "1e3"), ("1000Ki", "1000Ki"),
+    ("1.5Gi", "1536Mi"), ("0", "0"), (2, "2"), (0.5, "500m"), ("0.0000000001", "1n"),
+    ("-1", "-1"), ("512Ki", "512Ki"), ("1025", "1025"), ("10G", "10G"),
+])
+def test_quantity_canonical(given: str | int | float, canonical: str) -> None:
+    assert quantity.canonical(given) == canonical
+
+
+def test_quantity_arithmetic_and_ceiling() -> None:
+    assert quantity.add("500m", "1500m") == "2"
+    assert quantity.add("1Gi", "512Mi") == "1536Mi"
+    assert str(quantity.parse("250m") * 4) == "1"
+    assert [quantity.parse(q).ceil() for q in ("2.5", "0.7", "3.7", "2500m", "1")] == \
+        [3, 1, 4, 3, 1]
+    with pytest.raises(quantity.QuantityError):
+        quantity.parse("two")
+
+
+def test_smp_merges_by_key_and_replaces_atomic_lists() -> None:
+    original = {"containers": [{"name": "a", "env": [{"name": "X", "value": "1"}]}],
+                "tolerations": [{"key": "old"}], "nodeSelector": {"a": "1"}}
+    patch = {"containers": [{"name": "a", "env": [{"name": "Y", "value": "2"},
+                                                  {"name": "X", "value": "3"}]}],
+             "tolerations": [{"key": "new"}], "nodeSelector": {"b": "2", "a": None}}
+    merged = smp.strategic_merge(original, patch)
+    assert merged["containers"][0]["env"] == [{"name": "Y", "value": "2"},
+                                              {"name": "X", "value": "3"}]
+    assert merged["tolerations"] == [{"key": "new"}]
+    assert merged["nodeSelector"] == {"b": "2"}
+    assert original["nodeSelector"] == {"a": "1"}, "the original is not modified"
+
+
+def test_smp_list_order_is_upstreams_merge_sorted_slice() -> None:
+    # patch items keep patch order; an original-only item goes before a patch item only when
+    # both are in the original and it came first there, so the new /c leads.
+    original = {"volumeMounts": [{"mountPath": "/a"}, {"mountPath": "/b"}]}
+    patch = {"volumeMounts": [{"mountPath": "/c"}, {"mountPath": "/b", "readOnly": True}]}
+    merged = smp.strategic_merge(original, patch)["volumeMounts"]
+    assert [m["mountPath"] for m in merged] == ["/c", "/a", "/b"]
+    assert merged[2] == {"mountPath": "/b", "readOnly": True}
+
+
+def test_smp_rejects_items_without_merge_key() -> None:
+    with pytest.raises(CompileError):
+        smp.strategic_merge({"env": [{"name": "A"}]}, {"env": [{"value": "x"}]})
+
+
+def test_upsert_ports_treats_unnamed_ports_as_equal() -> None:
+    container = {"ports": [{"containerPort": 8080}, {"name": "m", "containerPort": 9090}]}
+    upsert.upsert_ports(container, [{"containerPort": 29500}])
+    assert container["ports"] == [{"containerPort": 29500}, {"name": "m", "containerPort": 9090}]
+
+
+def test_env_conversion_matches_apply_envvar() -> None:
+    assert upsert.env_var({"name": "A"}) == {"name": "A", "value": ""}
+    converted = upsert.env_var({"name": "B", "value": "ignored", "valueFrom": {
+        "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"},
+        "resourceFieldRef": {"resource": "limits.cpu"}}})
+    assert converted == {"name": "B", "valueFrom": {
+        "fieldRef": {"fieldPath": "metadata.name"},
+        "resourceFieldRef": {"containerName": "", "resource": "limits.cpu", "divisor": "0"}}}
+
+
+def test_defaults_come_from_the_crds() -> None:
+    tj = apply_defaults("TrainJob", {"spec": {"runtimeRef": {"name": "x"}}})
+    assert tj["spec"]["runtimeRef"] == {"name": "x", "apiGroup": "trainer.kubeflow.org",
+                                        "kind": "ClusterTrainingRuntime"}
+    assert tj["spec"]["suspend"] is False
+    assert tj["spec"]["managedBy"] == "trainer.kubeflow.org/trainjob-controller"
+    rt = apply_defaults("ClusterTrainingRuntime", {"spec": {
+        "mlPolicy": {"mpi": {}}, "podGroupPolicy": {"coscheduling": {}},
+        "template": {"spec": {"replicatedJobs": [{"name": "n", "template": {"spec": {
+            "template": {"spec": {"containers": [{"name": "c", "ports": [
+                {"containerPort": 1}]}]}}}}}]}}}})
+    mpi = rt["spec"]["mlPolicy"]["mpi"]
+    assert mpi == {"numProcPerNode": 1, "mpiImplementation": "OpenMPI",
+                   "sshAuthMountPath": "/root/.ssh", "runLauncherAsNode": False}
+    assert rt["spec"]["podGroupPolicy"]["coscheduling"] == {"scheduleTimeoutSeconds": 60}
+    job = rt["spec"]["template"]["spec"]["replicatedJobs"][0]
+    assert (job["replicas"], job["groupName"]) == (1, "default")
+    container = job["template"]["spec"]["template"]["spec"]["containers"][0]
+    assert container["ports"][0]["protocol"] == "TCP"
+
+
+def _plugin(name: str, requires: frozenset[str] | set[str] = frozenset(),
+            provides: frozenset[str] | set[str] = frozenset()
+            ) -> PluginSpec:
+    return PluginSpec(name=name, active=lambda ctx: True, run=lambda ctx: PluginResult(),
+                      requires=frozenset(requires), provides=frozenset(provides))
+
+
+def test_plugin_graph_orders_by_facts_then_registry() -> None:
+    names = [p.name for p in plugin_order(list(REGISTRY))]
+    assert names.index("jobset") == len(names) - 1
+    order = plugin_order([_plugin("late", {"counts"}), _plugin("early", provides={"counts"})])
+    assert [p.name for p in order] == ["early", "late"]
+
+
+def test_plugin_graph_reports_cycles_and_missing_providers() -> None:
+    with pytest.raises(PluginGraphError, match="cycle between a, b"):
+        plugin_order([_plugin("a", {"x"}, {"y"}), _plugin("b", {"y"}, {"x"})])
+    with pytest.raises(PluginGraphError, match="plugin c requires 'z'"):
+        plugin_order([_plugin("c", {"z"})])
+
+
+def test_loader_bounds_alias_expansion() -> None:
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    for i in range(1, 9):
+        lines.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]")
+    docs, problems = parse_source(Source("bomb.yaml", "\n".join(lines) + "\n"))
+    assert not docs
+    assert problems[0].rule == "TJC-INPUT-ALIAS"
+    assert str(MAX_NODES) in problems[0].message
+
+
+def test_loader_reports_duplicate_keys_and_unsafe_tags() -> None:
+    _, problems = parse_source(Source("d.yaml", "a: 1\na: 2\n"))
+    assert problems[0].text().startswith("d.yaml:2:1: error: cannot parse YAML: found "
+                                         "duplicate key 'a'")
+    _, problems = parse_source(Source("t.yaml", "a: !!python/object/apply:os.system [ls]\n"))
+    assert problems[0].severity is Severity.ERROR and "constructor" in problems[0].message
+
+
+def test_loader_keeps_timestamps_as_strings() -> None:
+    docs, _ = parse_source(Source("t.yaml", "a: 2024-01-01\n"))
+    assert docs[0].data == {"a": "2024-01-01"}
+
+
+def test_diagnostic_is_frozen() -> None:
+    _, problems = parse_source(Source("x.yaml", "[1\n"))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        problems[0].rule = "other"  # type: ignore[misc]
