@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from compiler.data import copy_json
 from compiler.quantity import QuantityError, canonical
 
 Obj = dict[str, Any]
@@ -27,17 +26,18 @@ def port_match(a: Obj, b: Obj) -> bool:
     return a.get("containerPort") == b.get("containerPort") or a.get("name") == b.get("name")
 
 
-def upsert(items: list[Obj], new: Iterable[Obj], match: Match, *, copy: bool = True) -> None:
-    """Replace the first matching item or append, for each new item in order (copies of the
-    new items unless `copy` is false)."""
+def upsert(items: list[Obj], new: Iterable[Obj], match: Match) -> None:
+    """Replace the first matching item or append, for each new item in order.
+
+    The new items are inserted as they are: callers pass dicts nobody else holds.
+    """
     for item in new:
-        value = copy_json(item) if copy else item
         for i, cur in enumerate(items):
             if match(cur, item):
-                items[i] = value
+                items[i] = item
                 break
         else:
-            items.append(value)
+            items.append(item)
 
 
 def _upsert_field(obj: Obj, key: str, new: Sequence[Obj], match: Match) -> None:

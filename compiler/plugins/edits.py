@@ -11,6 +11,7 @@ from typing import Any
 
 from compiler import upsert
 from compiler.context import Context, PodSet
+from compiler.data import fast_copy
 from compiler.diagnostics import error
 from compiler.errors import CompileError
 from compiler.plugins.base import (
@@ -26,20 +27,20 @@ from compiler.plugins.base import (
 
 
 def apply_edit(ctx: Context, edit: Edit) -> None:
-    """Apply one edit to the context."""
+    """Apply one edit to the context (list items are copied: edits stay the plugin's)."""
     if isinstance(edit, SetCount):
         ctx.pod_sets[edit.pod_set].count = edit.count
     elif isinstance(edit, UpsertEnv):
         upsert.upsert_env(_container(ctx.pod_sets[edit.pod_set], edit.container, edit.init),
-                          edit.items)
+                          fast_copy(list(edit.items)))
     elif isinstance(edit, UpsertPorts):
         upsert.upsert_ports(_container(ctx.pod_sets[edit.pod_set], edit.container, edit.init),
-                            edit.items)
+                            fast_copy(list(edit.items)))
     elif isinstance(edit, UpsertMounts):
         upsert.upsert_mounts(_container(ctx.pod_sets[edit.pod_set], edit.container, edit.init),
-                             edit.items)
+                             fast_copy(list(edit.items)))
     elif isinstance(edit, UpsertVolumes):
-        upsert.upsert_volumes(ctx.pod_sets[edit.pod_set].pod_spec, edit.items)
+        upsert.upsert_volumes(ctx.pod_sets[edit.pod_set].pod_spec, fast_copy(list(edit.items)))
     elif isinstance(edit, SetPodMetadata):
         target = ctx.pod_labels if edit.kind == "labels" else ctx.pod_annotations
         target.update(dict(edit.items))

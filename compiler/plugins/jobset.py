@@ -69,7 +69,7 @@ def _upsert_back(pod_spec: Obj) -> None:
         for container in pod_spec.get(key) or []:
             ports = container.get("ports")
             if ports and len(ports) > 1:
-                upsert(ports, list(ports), port_match, copy=False)
+                upsert(ports, list(ports), port_match)
 
 
 def _containers(rjob: Obj) -> list[Obj]:
