@@ -79,10 +79,12 @@ class Document:
     data: Obj
     source: Source
     index: int
+    base: FieldPath = ()
 
     def locate(self, path: FieldPath = ()) -> Location:
         """The position of `path`, or of its nearest ancestor present in the file."""
         positions = self.source.positions(self.index)
+        path = (*self.base, *path)
         for end in range(len(path), -1, -1):
             found = positions.get(tuple(path[:end]))
             if found:
@@ -166,7 +168,7 @@ def iter_source(source: Source) -> Iterator[Document | Diagnostic]:
             if problem:
                 yield problem.at(where.locate())
                 continue
-            yield Document(data, source, index)
+            yield from _expand_list(Document(data, source, index))
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where_mark = Location(source.name, mark.line + 1, mark.column + 1) if mark else \
@@ -179,6 +181,21 @@ def iter_source(source: Source) -> Iterator[Document | Diagnostic]:
     except RecursionError:
         yield error("TJC-INPUT-TOO-DEEP", f"document {index + 2} is nested too deeply").at(
             Location(source.name, 1, 1))
+
+
+def _expand_list(doc: Document) -> Iterator[Document | Diagnostic]:
+    """A `v1 List` (as `kubectl get -o yaml` prints) stands for its items."""
+    items = doc.data.get("items")
+    if doc.data.get("kind") != "List" or doc.data.get("apiVersion") != "v1" \
+            or not isinstance(items, list):
+        yield doc
+        return
+    for i, item in enumerate(items):
+        if isinstance(item, dict):
+            yield Document(item, doc.source, doc.index, ("items", i))
+        else:
+            yield error("TJC-INPUT-NOT-OBJECT", f"List item {i} is not a mapping", ("items", i)
+                        ).at(Document({}, doc.source, doc.index).locate(("items", i)))
 
 
 def parse_source(source: Source) -> tuple[list[Document], list[Diagnostic]]:

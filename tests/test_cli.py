@@ -149,3 +149,19 @@ def test_help_ends_with_examples() -> None:
                           capture_output=True, text=True, check=True)
     assert proc.stdout.rstrip().splitlines()[-1].strip().startswith("kubectl get trainjob")
     assert "examples:" in proc.stdout
+
+
+def test_json_input_and_kubectl_lists(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    job = yaml.safe_load(TRAINJOB.format(name="from-json", runtime="jax-distributed", nodes=2))
+    (tmp_path / "job.json").write_text(json.dumps(job, indent=2))
+    listed = {"apiVersion": "v1", "kind": "List", "items": [
+        {**job, "metadata": {"name": "listed", "namespace": "default"}},
+        {**job, "metadata": {"name": "bad", "namespace": "default"},
+         "spec": {"runtimeRef": {"name": "jax-distributed"}, "trainer": {"numNodes": "x"}}}]}
+    (tmp_path / "list.yaml").write_text(yaml.safe_dump(listed))
+    code, out, err = run(["render", str(tmp_path)], capsys)
+    assert code == 1
+    assert [d["metadata"]["name"] for d in yaml.safe_load_all(out)] == ["from-json", "listed"]
+    line = f"{tmp_path / 'list.yaml'}:"
+    assert line in err and "items" not in err.split("error:")[1].split(":")[0]
+    assert "spec.trainer.numNodes: expected an integer, got string" in err
