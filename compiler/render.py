@@ -153,7 +153,8 @@ def render_one(tj: Document, table: dict[RuntimeKey, RuntimeEntry]) -> JobResult
         return result
     entry = table.get(key)
     if entry is None:
-        missing = not_found(key)
+        missing = not_found(key, (k.namespace for k in table
+                                  if (k.kind, k.name) == (key.kind, key.name)))
         result.diagnostics.append(replace(missing, obj=ref).at(tj.locate(missing.path)))
         return result
     compiled = compile_trainjob(tj.data, entry.get())

@@ -64,12 +64,17 @@ def find_runtime(key: RuntimeKey, runtimes: Iterable[Obj]) -> Obj | None:
     return next((r for r in runtimes if runtime_key(r) == key), None)
 
 
-def not_found(key: RuntimeKey) -> Diagnostic:
-    """The error for a runtime that no document provides, worded as upstream's."""
+def not_found(key: RuntimeKey, elsewhere: Iterable[str] = ()) -> Diagnostic:
+    """The error for a runtime that no document provides, worded as upstream's; `elsewhere`
+    names the other namespaces that hold a TrainingRuntime of that name."""
     if key.kind == "TrainingRuntime":
         message = (f"TrainingRuntime specified in TrainJob is not found: TrainingRuntime "
-                   f"{key.namespace}/{key.name} (a TrainingRuntime must be in the TrainJob's "
-                   f"namespace {key.namespace!r})")
+                   f"{key.namespace}/{key.name}")
+        others = sorted(set(elsewhere))
+        if others:
+            message += (f"; one exists in namespace {', '.join(others)}, but a TrainJob can use "
+                        f"only a TrainingRuntime of its own namespace ({key.namespace}) or a "
+                        f"ClusterTrainingRuntime")
     else:
         message = (f"not found ClusterTrainingRuntime specified in TrainJob: "
                    f"ClusterTrainingRuntime {key.name}")
