@@ -15,6 +15,15 @@ def copy_json(value: Any) -> Any:
     return value
 
 
+def copy_without_nulls(value: Any) -> Any:
+    """A deep copy of JSON-like data without the null values of its maps."""
+    if isinstance(value, dict):
+        return {k: copy_without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [copy_without_nulls(v) for v in value]
+    return value
+
+
 def fast_copy(value: Any) -> Any:
     """A deep copy through `marshal` (C speed) when the data allows, else `copy_json`."""
     try:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from compiler.data import copy_json
+from compiler.data import copy_json, copy_without_nulls
 from compiler.diagnostics import error
 from compiler.errors import CompileError
 
@@ -48,12 +48,12 @@ def _merge(original: Any, patch: Any, key: str) -> Any:
             elif name in original and type(original[name]) is type(value):
                 original[name] = _merge(original[name], value, name)
             else:
-                original[name] = _strip_nulls(copy_json(value))
+                original[name] = copy_without_nulls(value)
         return original
     if isinstance(patch, list) and isinstance(original, list) and key in MERGE_KEYS \
             and (original or patch):
         return _merge_list(original, patch, MERGE_KEYS[key], key)
-    return _strip_nulls(copy_json(patch))
+    return copy_without_nulls(patch)
 
 
 def _merge_list(original: list[Any], patch: list[Any], merge_key: str, key: str) -> list[Any]:
@@ -74,7 +74,7 @@ def _merge_list(original: list[Any], patch: list[Any], merge_key: str, key: str)
     for item in patch:
         index = _index(merged, item[merge_key], merge_key)
         if index < 0:
-            merged.append(_strip_nulls(copy_json(item)))
+            merged.append(copy_without_nulls(item))
         else:
             merged[index] = _merge(merged[index], item, key)
     patch_keys = [item[merge_key] for item in patch]
@@ -112,11 +112,3 @@ def _merge_sorted(left: list[Any], right: list[Any], order: list[Any],
                 out.append(right[j])
                 j += 1
     return out
-
-
-def _strip_nulls(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _strip_nulls(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [_strip_nulls(v) for v in value]
-    return value

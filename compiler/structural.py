@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from compiler._crd_types import TYPES
+from compiler.data import copy_without_nulls
 from compiler.defaults import KIND_KEYS
 from compiler.diagnostics import Diagnostic, Path, Severity, error
 
@@ -69,7 +70,7 @@ class _Walk:
 
     def sequence(self, value: list[Any], items: dict[str, Any] | None, path: Path) -> Any:
         if items is None:
-            return _plain_copy(value)
+            return copy_without_nulls(value)
         expected = items.get("t")
         if expected in _SCALARS:
             allowed = _EXACT.get(expected, frozenset())
@@ -84,7 +85,7 @@ class _Walk:
     def mapping(self, value: dict[str, Any], tree: dict[str, Any], path: Path) -> Any:
         props, extra = tree.get("p"), tree.get("a")
         if tree.get("x") or (props is None and extra is None):
-            return _plain_copy(value)
+            return copy_without_nulls(value)
         props = props or {}
         out: dict[str, Any] = {}
         for name, item in value.items():
@@ -124,12 +125,3 @@ def _type_ok(value: Any, expected: str) -> bool:
     if expected not in _JSON_TYPES:
         return True
     return isinstance(value, _JSON_TYPES[expected]) and not isinstance(value, bool)
-
-
-def _plain_copy(value: Any) -> Any:
-    """Copy JSON-like data without nulls in maps (faster than `copy.deepcopy`)."""
-    if isinstance(value, dict):
-        return {k: _plain_copy(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [_plain_copy(v) for v in value]
-    return value
