@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from compiler import structural, typed
-from compiler.context import Context, build_context
+from compiler.context import CompileOptions, Context, build_context
 from compiler.data import fast_copy
 from compiler.defaults import default_in_place
 from compiler.diagnostics import Diagnostic, ObjectRef, error, has_errors, with_object
 from compiler.errors import TjcError
 from compiler.plugins import REGISTRY
-from compiler.plugins.base import PluginSpec
+from compiler.plugins.base import PluginResult, PluginSpec
 from compiler.plugins.edits import apply_edit
 from compiler.plugins.graph import plugin_order
 from compiler.resolve import RUNTIME_KINDS, runtime_key, wanted_key
@@ -68,7 +68,8 @@ def prepare_runtime(runtime: Mapping[str, Any]) -> PreparedRuntime:
 
 
 def compile_trainjob(trainjob: Mapping[str, Any],
-                     runtime: Mapping[str, Any] | PreparedRuntime) -> CompileResult:
+                     runtime: Mapping[str, Any] | PreparedRuntime, *,
+                     options: CompileOptions | None = None) -> CompileResult:
     """Compile one TrainJob against the runtime it references."""
     ref = _object_ref(trainjob)
     prepared = runtime if isinstance(runtime, PreparedRuntime) else prepare_runtime(runtime)
@@ -81,6 +82,7 @@ def compile_trainjob(trainjob: Mapping[str, Any],
         return CompileResult((), tuple(with_object([*notes, mismatch], ref)))
     try:
         ctx = build_context(tj, prepared.doc, fast_copy(prepared.spec))
+        ctx.options = options or CompileOptions()
         plugins = plugin_order([p for p in REGISTRY if p.active(ctx)])
         objects, diagnostics = _run_plugins(ctx, plugins)
     except TjcError as exc:
@@ -104,14 +106,19 @@ def _prepare_trainjob(trainjob: Mapping[str, Any]) -> tuple[Obj, list[Diagnostic
 
 
 def _run_plugins(ctx: Context, plugins: list[PluginSpec]) -> tuple[list[Obj], list[Diagnostic]]:
+    """Every plugin's enforce phase, then every build phase, both in graph order."""
     objects: list[Obj] = []
     diagnostics: list[Diagnostic] = []
-    for plugin in plugins:
-        result = plugin.run(ctx)
-        for edit in result.edits:
-            apply_edit(ctx, edit)
-        objects.extend(result.objects)
-        diagnostics.extend(result.diagnostics)
+    for phase in ("enforce", "build"):
+        for plugin in plugins:
+            step = getattr(plugin, phase)
+            if step is None:
+                continue
+            result: PluginResult = step(ctx)
+            for edit in result.edits:
+                apply_edit(ctx, edit)
+            objects.extend(result.objects)
+            diagnostics.extend(result.diagnostics)
     return objects, diagnostics
 
 

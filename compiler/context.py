@@ -8,7 +8,7 @@ replicatedJob (§2.4). Pure; called by `compiler.compile`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +17,28 @@ from compiler.data import copy_json
 from compiler.defaults import canonicalize_quantities, quantity_tree
 
 Obj = dict[str, Any]
+SSHKeySource = Callable[[str, str], "SSHKeyPair"]
+
+
+@dataclass(frozen=True)
+class SSHKeyPair:
+    """An MPI SSH key pair: the PEM private key and the OpenSSH authorized_keys line."""
+
+    private_pem: bytes
+    public_key: bytes
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    """What the cluster would supply, passed in so the compile stays pure.
+
+    `ssh_keys(namespace, name)` returns the key pair of a TrainJob's MPI SSH Secret; without
+    it, no Secret is emitted and a notice says which Secret the job needs.
+    """
+
+    ssh_keys: SSHKeySource | None = None
+
+
 ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
 TRAINER = "trainer"
 NODE = "node"
@@ -54,6 +76,8 @@ class Context:
     pod_labels: dict[str, str] = field(default_factory=dict)
     pod_annotations: dict[str, str] = field(default_factory=dict)
     trainer_command: list[str] | None = None
+    facts: dict[str, Any] = field(default_factory=dict)
+    options: CompileOptions = field(default_factory=lambda: CompileOptions())
 
     @property
     def name(self) -> str:

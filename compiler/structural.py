@@ -19,6 +19,7 @@ from compiler._crd_types import TYPES
 from compiler.data import copy_without_nulls
 from compiler.defaults import KIND_KEYS
 from compiler.diagnostics import Diagnostic, Path, Severity, error
+from compiler.quantity import is_quantity
 
 _JSON_TYPES: dict[str, tuple[type, ...]] = {
     "object": (dict,),
@@ -63,6 +64,12 @@ class _Walk:
             return self.sequence(value, tree.get("i"), path)
         return value
 
+    def quantity(self, value: Any, path: Path) -> None:
+        if not is_quantity(value):
+            self.out.append(error("TJC-SCHEMA-QUANTITY", f"{value!r} is not a resource quantity; "
+                                  "expected a number with an optional suffix such as 500m, 2 or "
+                                  "4Gi", path, subject=self.subject))
+
     def type_error(self, value: Any, expected: str, path: Path) -> None:
         got = _NAMES.get(type(value), type(value).__name__)
         self.out.append(error("TJC-SCHEMA-TYPE", f"expected {_ARTICLES[expected]}, got {got}",
@@ -102,6 +109,8 @@ class _Walk:
                 if expected is not None and type(item) not in _EXACT.get(expected, ()) \
                         and not _type_ok(item, expected):
                     self.type_error(item, expected, (*path, name))
+                elif "q" in sub:
+                    self.quantity(item, (*path, name))
                 out[name] = item
         for name in tree.get("r", ()):
             if name not in out:

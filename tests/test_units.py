@@ -106,7 +106,7 @@ def test_defaults_come_from_the_crds() -> None:
 def _plugin(name: str, requires: frozenset[str] | set[str] = frozenset(),
             provides: frozenset[str] | set[str] = frozenset()
             ) -> PluginSpec:
-    return PluginSpec(name=name, active=lambda ctx: True, run=lambda ctx: PluginResult(),
+    return PluginSpec(name=name, active=lambda ctx: True, enforce=lambda ctx: PluginResult(),
                       requires=frozenset(requires), provides=frozenset(provides))
 
 

@@ -1,9 +1,10 @@
-"""What a plugin is: a declaration, an activation test, and a run that returns edits.
+"""What a plugin is: a declaration, an activation test, and phase functions that return edits.
 
-A plugin module defines one `PLUGIN = PluginSpec(...)`. Its `run` reads the `Context` and returns
-a `PluginResult`: edits (applied by `compiler.plugins.edits` with upstream's upsert rules),
-extra objects, and diagnostics. Plugins never mutate the context themselves. The facts in
-`requires`/`provides`/`after` order the plugins (`compiler.plugins.graph`).
+A plugin module defines one `PLUGIN = PluginSpec(...)`. Its `enforce` and `build` functions read
+the `Context` and return a `PluginResult`: edits (applied by `compiler.plugins.edits` with
+upstream's upsert rules), extra objects, and diagnostics. Plugins never mutate the context
+themselves. The facts in `requires`/`provides`/`after` order the plugins
+(`compiler.plugins.graph`).
 """
 
 from __future__ import annotations
@@ -73,6 +74,15 @@ class SetPodMetadata:
 
 
 @dataclass(frozen=True)
+class SetFact:
+    """Record a value later phases read, such as the MPI slots per node (upstream mutates the
+    runtime's policy in memory for this)."""
+
+    key: str
+    value: Any
+
+
+@dataclass(frozen=True)
 class SetTrainerCommand:
     """Replace the in-memory `spec.trainer.command` the builder will write (torchtune)."""
 
@@ -80,7 +90,7 @@ class SetTrainerCommand:
 
 
 Edit = SetCount | UpsertEnv | UpsertPorts | UpsertMounts | UpsertVolumes | SetPodMetadata \
-    | SetTrainerCommand
+    | SetTrainerCommand | SetFact
 
 
 @dataclass(frozen=True)
@@ -94,11 +104,17 @@ class PluginResult:
 
 @dataclass(frozen=True)
 class PluginSpec:
-    """A plugin's declaration: name, activation, facts and its run function."""
+    """A plugin's declaration: name, activation, facts and its phase functions.
+
+    `enforce` runs in the first phase (upstream's EnforceMLPolicy / EnforcePodGroupPolicy) and
+    returns edits; `build` runs once every plugin has enforced (upstream's component builders,
+    after the pod counts are final) and returns objects. Both phases follow the graph order.
+    """
 
     name: str
     active: Callable[[Context], bool]
-    run: Callable[[Context], PluginResult]
+    enforce: Callable[[Context], PluginResult] | None = None
+    build: Callable[[Context], PluginResult] | None = None
     requires: frozenset[str] = field(default_factory=frozenset)
     provides: frozenset[str] = field(default_factory=frozenset)
     after: frozenset[str] = field(default_factory=frozenset)

@@ -1,6 +1,6 @@
 """Apply plugin edits to the context with upstream's upsert rules.
 
-Called by `compiler.compile` after each plugin's run, so the next plugin sees the result. Each
+Called by `compiler.compile` after each plugin phase, so the next plugin sees the result. Each
 applied edit is recorded with the plugin's name for provenance. Pure (mutates only the context
 it is given, which the compile owns).
 """
@@ -17,6 +17,7 @@ from compiler.errors import CompileError
 from compiler.plugins.base import (
     Edit,
     SetCount,
+    SetFact,
     SetPodMetadata,
     SetTrainerCommand,
     UpsertEnv,
@@ -46,6 +47,8 @@ def apply_edit(ctx: Context, edit: Edit) -> None:
         target.update(dict(edit.items))
     elif isinstance(edit, SetTrainerCommand):
         ctx.trainer_command = list(edit.command)
+    elif isinstance(edit, SetFact):
+        ctx.facts[edit.key] = edit.value
 
 
 def _container(ps: PodSet, name: str, init: bool) -> dict[str, Any]:

@@ -28,7 +28,7 @@ def active(ctx: Context) -> bool:
     return ml_policy_has(ctx, "jax")
 
 
-def run(ctx: Context) -> PluginResult:
+def enforce(ctx: Context) -> PluginResult:
     """Count from numNodes; JAX env and port on the trainer `node` container."""
     trainer = ctx.trainer
     ps = ctx.pod_set_by_ancestor(TRAINER)
@@ -53,6 +53,6 @@ PLUGIN = PluginSpec(
     name="jax",
     policy="mlPolicy.jax",
     active=active,
-    run=run,
+    enforce=enforce,
     provides=frozenset({"pod-counts", "framework-env", "trainer-port"}),
 )

@@ -24,7 +24,7 @@ def active(ctx: Context) -> bool:
     return True
 
 
-def run(ctx: Context) -> PluginResult:
+def build(ctx: Context) -> PluginResult:
     """Return the JobSet object."""
     spec = ctx.spec  # the builder runs last and takes the spec over
     jobs = spec.get("replicatedJobs") or []
@@ -158,7 +158,7 @@ PLUGIN = PluginSpec(
     name="jobset",
     policy="(always)",
     active=active,
-    run=run,
+    build=build,
     requires=frozenset({"pod-counts"}),
     provides=frozenset({"jobset"}),
     after=frozenset({"trainer-env", "framework-env", "trainer-port", "volumes",

@@ -16,7 +16,7 @@ def active(ctx: Context) -> bool:
     return not any(ml_policy_has(ctx, key) for key in ("torch", "mpi", "jax"))
 
 
-def run(ctx: Context) -> PluginResult:
+def enforce(ctx: Context) -> PluginResult:
     """Set the trainer count from numNodes and upsert trainer.env into container `node`."""
     trainer = ctx.trainer
     ps = ctx.pod_set_by_ancestor(TRAINER)
@@ -33,6 +33,6 @@ PLUGIN = PluginSpec(
     name="plainml",
     policy="mlPolicy (none, xgboost, flux)",
     active=active,
-    run=run,
+    enforce=enforce,
     provides=frozenset({"pod-counts", "trainer-env"}),
 )
