@@ -7,11 +7,14 @@ facts each plugin requires and provides. No import-time registration.
 
 from __future__ import annotations
 
-from compiler.plugins import jax, jobset, plainml
+from compiler.plugins import jax, jobset, mpi, plainml, torch, xgboost
 from compiler.plugins.base import PluginSpec
 
 REGISTRY: tuple[PluginSpec, ...] = (
+    mpi.PLUGIN,
     plainml.PLUGIN,
+    torch.PLUGIN,
     jax.PLUGIN,
+    xgboost.PLUGIN,
     jobset.PLUGIN,
 )

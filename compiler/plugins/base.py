@@ -138,3 +138,23 @@ def completion_index_env(name: str) -> Obj:
 def node_zero_host(ctx: Context) -> str:
     """`<tj>-node-0-0.<tj>`: upstream hardcodes job `node` and subdomain = TrainJob name."""
     return f"{ctx.name}-node-0-0.{ctx.name}"
+
+
+def owner_references(ctx: Context) -> list[Obj]:
+    """The controller ownerReference to the TrainJob, or none when it has no uid."""
+    uid = ctx.trainjob.get("metadata", {}).get("uid")
+    if not uid:
+        return []
+    return [{"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+             "name": ctx.name, "uid": uid, "controller": True, "blockOwnerDeletion": True}]
+
+
+def object_metadata(ctx: Context, name: str) -> Obj:
+    """Metadata of an object owned by the TrainJob: name, namespace, ownerReferences."""
+    meta: Obj = {"name": name}
+    if ctx.namespace:
+        meta["namespace"] = ctx.namespace
+    owners = owner_references(ctx)
+    if owners:
+        meta["ownerReferences"] = owners
+    return meta

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from compiler.context import ANCESTOR_LABEL, NODE, TRAINER, Context
-from compiler.plugins.base import PluginResult, PluginSpec, ml_policy_has
+from compiler.plugins.base import PluginResult, PluginSpec, ml_policy_has, object_metadata
 from compiler.upsert import env_vars, port_match, upsert, upsert_env
 
 Obj = dict[str, Any]
@@ -133,23 +133,11 @@ def _merge_map(meta: Obj, key: str, values: dict[str, str]) -> None:
 
 
 def _jobset(ctx: Context, spec: Obj) -> Obj:
-    metadata: Obj = {"name": ctx.name}
-    if ctx.namespace:
-        metadata["namespace"] = ctx.namespace
+    metadata = object_metadata(ctx, ctx.name)
     if ctx.labels:
         metadata["labels"] = dict(ctx.labels)
     if ctx.annotations:
         metadata["annotations"] = dict(ctx.annotations)
-    uid = ctx.trainjob.get("metadata", {}).get("uid")
-    if uid:
-        metadata["ownerReferences"] = [{
-            "apiVersion": "trainer.kubeflow.org/v1alpha1",
-            "kind": "TrainJob",
-            "name": ctx.name,
-            "uid": uid,
-            "controller": True,
-            "blockOwnerDeletion": True,
-        }]
     return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
             "metadata": metadata, "spec": spec}
 

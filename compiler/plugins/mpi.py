@@ -1,0 +1,171 @@
+"""MPI (reference §3.3): SSH and hostfile wiring, OpenMPI environment, the hostfile ConfigMap
+and the SSH Secret.
+
+Active when `mlPolicy.mpi` is set. Enforce: the `node` job's count from numNodes (minus one when
+the launcher runs as a node), slots per node (the TrainJob's numProcPerNode, else the GPU count
+when the policy says 1), the SSH volume on the `node` and `launcher` jobs and the hostfile
+volume on the launcher, their mounts on the `node` containers, and the OpenMPI env on the
+launcher's `node` container. Build: the SSH Secret (only when the compile options carry a key
+source; otherwise a notice names the Secret the job needs), then the hostfile ConfigMap with
+one `<endpoint> slots=<n>` line per node pod.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from compiler.context import NODE, Context, PodSet
+from compiler.diagnostics import Diagnostic, Severity, error
+from compiler.errors import CompileError
+from compiler.plugins.base import (
+    Edit,
+    PluginResult,
+    PluginSpec,
+    SetCount,
+    SetFact,
+    UpsertEnv,
+    UpsertMounts,
+    UpsertVolumes,
+    ml_policy_has,
+    object_metadata,
+)
+from compiler.resources import gpu_count, int32, node_resources
+
+Obj = dict[str, Any]
+LAUNCHER = "launcher"
+OPENMPI = "OpenMPI"
+SLOTS = "mpi.numProcPerNode"
+HOSTFILE_DIR = "/etc/mpi"
+
+
+def active(ctx: Context) -> bool:
+    """Only for runtimes whose mlPolicy sets mpi."""
+    return ml_policy_has(ctx, "mpi")
+
+
+def _policy(ctx: Context) -> Obj:
+    policy: Obj = (ctx.ml_policy or {})["mpi"]
+    return policy
+
+
+def enforce(ctx: Context) -> PluginResult:
+    """Counts, slots, volumes, mounts and the launcher's OpenMPI env."""
+    policy, trainer = _policy(ctx), ctx.trainer
+    edits: list[Edit] = []
+    node = ctx.pod_set_by_name(NODE)
+    if trainer is not None and isinstance(trainer.get("numNodes"), int) and node is not None:
+        nodes = trainer["numNodes"]
+        edits.append(SetCount(node.index, max(nodes - 1, 1)
+                              if policy.get("runLauncherAsNode") is True else nodes))
+    slots = policy.get("numProcPerNode", 1)
+    if trainer is not None and isinstance(trainer.get("numProcPerNode"), int):
+        slots = trainer["numProcPerNode"]
+    elif slots == 1 and gpu_count(node_resources(ctx)) > 1:
+        slots = int32(gpu_count(node_resources(ctx)))
+    edits.append(SetFact(SLOTS, slots))
+    for ps in ctx.pod_sets:
+        if ps.name in (NODE, LAUNCHER):
+            edits.extend(_wiring(ctx, ps, policy, slots))
+    return PluginResult(edits=tuple(edits))
+
+
+def _wiring(ctx: Context, ps: PodSet, policy: Obj, slots: int) -> list[Edit]:
+    edits: list[Edit] = [UpsertVolumes(ps.index, (_ssh_volume(ctx),))]
+    if ps.name == LAUNCHER:
+        edits.append(UpsertVolumes(ps.index, (_hostfile_volume(ctx),)))
+    if ps.container(NODE) is None:
+        return edits
+    ssh_mount = {"name": "mpi-ssh-auth", "mountPath": policy.get("sshAuthMountPath", "/root/.ssh")}
+    edits.append(UpsertMounts(ps.index, NODE, (ssh_mount,)))
+    if ps.name != LAUNCHER:
+        return edits
+    edits.append(UpsertMounts(ps.index, NODE, ({"name": "mpi-hostfile",
+                                                "mountPath": HOSTFILE_DIR},)))
+    implementation = policy.get("mpiImplementation", OPENMPI)
+    if implementation != OPENMPI:
+        raise CompileError(error(
+            "TJC-MPI-IMPLEMENTATION",
+            f"MPI implementation {implementation!r} is not supported; only OpenMPI is",
+            ("spec", "mlPolicy", "mpi", "mpiImplementation"), subject="runtime"))
+    edits.append(UpsertEnv(ps.index, NODE, (
+        {"name": "OMPI_MCA_orte_default_hostfile", "value": f"{HOSTFILE_DIR}/hostfile"},
+        {"name": "OMPI_MCA_orte_keep_fqdn_hostnames", "value": "true"},
+        {"name": "OMPI_MCA_orte_set_default_slots", "value": str(slots)},
+        {"name": "OMPI_MCA_plm_rsh_args", "value": "-o ConnectionAttempts=10"},
+    )))
+    return edits
+
+
+def _ssh_volume(ctx: Context) -> Obj:
+    return {"name": "mpi-ssh-auth", "secret": {
+        "secretName": f"{ctx.name}-mpi-ssh-auth",
+        "defaultMode": 0o400,
+        "items": [
+            {"key": "ssh-privatekey", "path": "id_rsa", "mode": 0o640},
+            {"key": "ssh-publickey", "path": "id_rsa.pub", "mode": 0o644},
+            {"key": "ssh-publickey", "path": "authorized_keys", "mode": 0o644},
+        ]}}
+
+
+def _hostfile_volume(ctx: Context) -> Obj:
+    return {"name": "mpi-hostfile", "configMap": {
+        "name": f"{ctx.name}-mpi-hostfile",
+        "items": [{"key": "hostfile", "path": "hostfile", "mode": 0o444}]}}
+
+
+def build(ctx: Context) -> PluginResult:
+    """The SSH Secret (or a notice) and the hostfile ConfigMap."""
+    objects: list[Obj] = []
+    notes: list[Diagnostic] = []
+    secret_name = f"{ctx.name}-mpi-ssh-auth"
+    if ctx.options.ssh_keys is None:
+        notes.append(Diagnostic(
+            Severity.NOTICE, "TJC-MPI-SSH-SECRET",
+            f"this TrainJob needs Secret {secret_name} (type kubernetes.io/ssh-auth, keys "
+            "ssh-privatekey and ssh-publickey), which the controller creates once; render it "
+            "with a key source (tjc render --mpi-ssh-key generate|FILE)"))
+    else:
+        objects.append(_secret(ctx, secret_name))
+    objects.append(_hostfile(ctx))
+    return PluginResult(objects=tuple(objects), diagnostics=tuple(notes))
+
+
+def _secret(ctx: Context, name: str) -> Obj:
+    assert ctx.options.ssh_keys is not None
+    keys = ctx.options.ssh_keys(ctx.namespace, ctx.name)
+    return {"apiVersion": "v1", "kind": "Secret", "metadata": object_metadata(ctx, name),
+            "type": "kubernetes.io/ssh-auth", "immutable": True, "data": {
+                "ssh-privatekey": base64.b64encode(keys.private_pem).decode(),
+                "ssh-publickey": base64.b64encode(keys.public_key).decode()}}
+
+
+def hostfile_text(ctx: Context) -> str:
+    """`<endpoint> slots=<n>` for every pod of `node` (and `launcher` when it runs as a node)."""
+    policy = _policy(ctx)
+    if policy.get("mpiImplementation", OPENMPI) != OPENMPI:
+        return ""
+    slots = ctx.facts.get(SLOTS, policy.get("numProcPerNode", 1))
+    as_node = policy.get("runLauncherAsNode") is True
+    lines = []
+    for ps in ctx.pod_sets:
+        if ps.name == NODE or (as_node and ps.name == LAUNCHER):
+            lines += [f"{endpoint} slots={slots}\n" for endpoint in ctx.endpoints(ps)]
+    return "".join(lines)
+
+
+def _hostfile(ctx: Context) -> Obj:
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": object_metadata(ctx, f"{ctx.name}-mpi-hostfile"),
+            "data": {"hostfile": hostfile_text(ctx)}}
+
+
+PLUGIN = PluginSpec(
+    name="mpi",
+    policy="mlPolicy.mpi",
+    active=active,
+    enforce=enforce,
+    build=build,
+    provides=frozenset({"pod-counts", "framework-env", "volumes", "side-objects"}),
+    requires=frozenset(),
+)

@@ -1,0 +1,64 @@
+"""XGBoost (reference §3.5): the DMLC tracker environment for the trainer pods.
+
+Active when `mlPolicy.xgboost` is set; PlainML also runs for these runtimes and upserts
+`trainer.env` first (registry order: plainml before xgboost). Sets the trainer count from
+numNodes and, when the TrainJob has `spec.trainer`, upserts DMLC_TRACKER_URI, DMLC_TRACKER_PORT,
+DMLC_TASK_ID (completion index) and DMLC_NUM_WORKER = nodes x workers per node (the GPU count,
+else 1), then port 29500.
+"""
+
+from __future__ import annotations
+
+from compiler.context import NODE, TRAINER, Context
+from compiler.plugins.base import (
+    TRAINER_PORT,
+    Edit,
+    PluginResult,
+    PluginSpec,
+    SetCount,
+    UpsertEnv,
+    UpsertPorts,
+    completion_index_env,
+    ml_policy_has,
+    node_zero_host,
+)
+from compiler.resources import gpu_count, int32, node_resources
+
+
+def active(ctx: Context) -> bool:
+    """Only for runtimes whose mlPolicy sets xgboost."""
+    return ml_policy_has(ctx, "xgboost")
+
+
+def enforce(ctx: Context) -> PluginResult:
+    """Count from numNodes; DMLC env and port on the trainer `node` container."""
+    ps = ctx.pod_set_by_ancestor(TRAINER)
+    if ps is None:
+        return PluginResult()
+    trainer = ctx.trainer
+    edits: list[Edit] = []
+    count = ps.count
+    if trainer is not None and isinstance(trainer.get("numNodes"), int):
+        count = trainer["numNodes"]
+        edits.append(SetCount(ps.index, count))
+    if trainer is None or ps.container(NODE) is None:
+        return PluginResult(edits=tuple(edits))
+    workers = int32(gpu_count(node_resources(ctx))) or 1
+    envs = (
+        {"name": "DMLC_TRACKER_URI", "value": node_zero_host(ctx)},
+        {"name": "DMLC_TRACKER_PORT", "value": str(TRAINER_PORT)},
+        completion_index_env("DMLC_TASK_ID"),
+        {"name": "DMLC_NUM_WORKER", "value": str(int32(count * workers))},
+    )
+    edits.append(UpsertEnv(ps.index, NODE, envs))
+    edits.append(UpsertPorts(ps.index, NODE, ({"containerPort": TRAINER_PORT},)))
+    return PluginResult(edits=tuple(edits))
+
+
+PLUGIN = PluginSpec(
+    name="xgboost",
+    policy="mlPolicy.xgboost",
+    active=active,
+    enforce=enforce,
+    provides=frozenset({"pod-counts", "framework-env", "trainer-port"}),
+)
