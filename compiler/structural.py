@@ -64,6 +64,15 @@ class _Walk:
             return self.sequence(value, tree.get("i"), path)
         return value
 
+    def scalar(self, value: Any, expected: str, path: Path) -> Any:
+        """Check a scalar of an unexpected Python type; a whole float counts as an integer
+        (JSON has one number type; the API server accepts 2.0 where an integer is due)."""
+        if isinstance(value, float) and value.is_integer() and expected in ("integer", "ios"):
+            return int(value)
+        if not _type_ok(value, expected):
+            self.type_error(value, expected, path)
+        return value
+
     def quantity(self, value: Any, path: Path) -> None:
         if not is_quantity(value):
             self.out.append(error("TJC-SCHEMA-QUANTITY", f"{value!r} is not a resource quantity; "
@@ -81,11 +90,8 @@ class _Walk:
         expected = items.get("t")
         if expected in _SCALARS:
             allowed = _EXACT.get(expected, frozenset())
-            for i, item in enumerate(value):
-                if item is not None and type(item) not in allowed \
-                        and not _type_ok(item, expected):
-                    self.type_error(item, expected, (*path, i))
-            return [item for item in value if item is not None]
+            return [item if type(item) in allowed else self.scalar(item, expected, (*path, i))
+                    for i, item in enumerate(value) if item is not None]
         return [self.value(item, items, (*path, i)) for i, item in enumerate(value)
                 if item is not None]
 
@@ -106,10 +112,9 @@ class _Walk:
                 out[name] = self.value(item, sub, (*path, name))
             else:
                 expected = sub.get("t")
-                if expected is not None and type(item) not in _EXACT.get(expected, ()) \
-                        and not _type_ok(item, expected):
-                    self.type_error(item, expected, (*path, name))
-                elif "q" in sub:
+                if expected is not None and type(item) not in _EXACT.get(expected, ()):
+                    item = self.scalar(item, expected, (*path, name))
+                if "q" in sub:
                     self.quantity(item, (*path, name))
                 out[name] = item
         for name in tree.get("r", ()):
