@@ -5,14 +5,17 @@ the objects as plain dicts and the diagnostics as data. See README.md for the CL
 """
 
 from compiler.compile import CompileResult, PreparedRuntime, compile_trainjob, prepare_runtime
+from compiler.context import CompileOptions, SSHKeyPair
 from compiler.diagnostics import Diagnostic, Location, ObjectRef, Severity
 
 __all__ = [
+    "CompileOptions",
     "CompileResult",
     "Diagnostic",
     "Location",
     "ObjectRef",
     "PreparedRuntime",
+    "SSHKeyPair",
     "Severity",
     "compile_trainjob",
     "prepare_runtime",

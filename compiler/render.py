@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from compiler.compile import PreparedRuntime, compile_trainjob, prepare_runtime
+from compiler.context import CompileOptions
 from compiler.defaults import apply_defaults
 from compiler.diagnostics import Diagnostic, ObjectRef, Severity, error
 from compiler.loader import Document, Source, iter_source
@@ -108,8 +109,8 @@ def _add_runtime(table: dict[RuntimeKey, RuntimeEntry], doc: Document) -> list[D
                        "overrides the built-in runtime", ("metadata", "name")).at(where)]
 
 
-def render_stream(sources: Sequence[Source], builtin: Sequence[Document] = ()
-                  ) -> Iterator[JobResult | Diagnostic]:
+def render_stream(sources: Sequence[Source], builtin: Sequence[Document] = (),
+                  options: CompileOptions | None = None) -> Iterator[JobResult | Diagnostic]:
     """Results and loose diagnostics in input order, one TrainJob at a time."""
     table, notes = runtime_table(sources, builtin)
     yield from notes
@@ -122,7 +123,7 @@ def render_stream(sources: Sequence[Source], builtin: Sequence[Document] = ()
             if isinstance(kind, Diagnostic):
                 yield kind
             elif kind == "TrainJob":
-                yield render_one(doc, table)
+                yield render_one(doc, table, options)
 
 
 def render_documents(docs: Sequence[Document], builtin: Sequence[Document] = ()
@@ -138,7 +139,8 @@ def render_documents(docs: Sequence[Document], builtin: Sequence[Document] = ()
     return result
 
 
-def render_one(tj: Document, table: dict[RuntimeKey, RuntimeEntry]) -> JobResult:
+def render_one(tj: Document, table: dict[RuntimeKey, RuntimeEntry],
+               options: CompileOptions | None = None) -> JobResult:
     """Resolve and compile one TrainJob, with located diagnostics."""
     result = JobResult(tj)
     raw_meta = tj.data.get("metadata")
@@ -157,7 +159,7 @@ def render_one(tj: Document, table: dict[RuntimeKey, RuntimeEntry]) -> JobResult
                                   if (k.kind, k.name) == (key.kind, key.name)))
         result.diagnostics.append(replace(missing, obj=ref).at(tj.locate(missing.path)))
         return result
-    compiled = compile_trainjob(tj.data, entry.get())
+    compiled = compile_trainjob(tj.data, entry.get(), options=options)
     result.objects = list(compiled.objects)
     for diag in compiled.diagnostics:
         doc = entry.doc if diag.subject == "runtime" else tj

@@ -4,7 +4,8 @@ Format (after cue's testdata): a header of `#` lines saying why the case exists 
 upstream behaviour or test case it pins, then sections `-- NAME --`. Sections under `want/`
 are expectations (`want/objects.yaml`, `want/diagnostics.txt`); every other section is an
 input file, loaded as if it were a file of that name. A header line `# flags: ...` passes
-render flags (only `--no-builtin-runtimes`).
+render flags: `--no-builtin-runtimes`, and `--mpi-ssh-key=PATH` (a key file relative to
+the repository root) to render MPI SSH Secrets.
 """
 
 from __future__ import annotations
@@ -14,14 +15,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from compiler import emit
+from compiler import emit, sshkeys
 from compiler.builtin import builtin_runtimes
+from compiler.context import CompileOptions
 from compiler.diagnostics import Diagnostic
 from compiler.loader import Source
 from compiler.render import JobResult, render_stream
 
 SECTION = re.compile(r"^-- (?P<name>\S+) --$", re.MULTILINE)
-GOLDEN_DIR = Path(__file__).resolve().parent.parent / "golden"
+ROOT = Path(__file__).resolve().parent.parent
+GOLDEN_DIR = ROOT / "golden"
 
 
 @dataclass
@@ -57,9 +60,11 @@ def run(case: Case) -> dict[str, str]:
     """Render the case's inputs; the actual text of every `want/` section."""
     sources = [Source(name, text) for name, text in case.inputs.items()]
     builtin = () if "--no-builtin-runtimes" in case.flags else builtin_runtimes()
+    keys = [f.split("=", 1)[1] for f in case.flags if f.startswith("--mpi-ssh-key=")]
+    options = CompileOptions(ssh_keys=sshkeys.from_file(str(ROOT / keys[0])) if keys else None)
     objects: list[dict[str, Any]] = []
     diagnostics: list[Diagnostic] = []
-    for item in render_stream(sources, builtin):
+    for item in render_stream(sources, builtin, options):
         if isinstance(item, JobResult):
             objects.extend(item.objects)
             diagnostics.extend(item.diagnostics)

@@ -165,3 +165,18 @@ def test_json_input_and_kubectl_lists(tmp_path: Path, capsys: pytest.CaptureFixt
     line = f"{tmp_path / 'list.yaml'}:"
     assert line in err and "items" not in err.split("error:")[1].split(":")[0]
     assert "spec.trainer.numNodes: expected an integer, got string" in err
+
+
+def test_mpi_secret_only_on_request(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    job = tmp_path / "mpi.yaml"
+    job.write_text(TRAINJOB.format(name="ds", runtime="deepspeed-distributed", nodes=2))
+    code, out, err = run(["render", str(job)], capsys)
+    assert code == 0
+    assert [d["kind"] for d in yaml.safe_load_all(out)] == ["ConfigMap", "JobSet"]
+    assert "needs Secret ds-mpi-ssh-auth" in err and "PRIVATE" not in out
+    code, out, _ = run(["render", str(job), "--mpi-ssh-key", "generate"], capsys)
+    assert code == 0
+    secret = next(d for d in yaml.safe_load_all(out) if d["kind"] == "Secret")
+    assert secret["type"] == "kubernetes.io/ssh-auth" and secret["immutable"] is True
+    code, _, err = run(["render", str(job), "--mpi-ssh-key", str(tmp_path / "nokey")], capsys)
+    assert code == 2 and "cannot read SSH key" in err

@@ -13,6 +13,9 @@ through the SDK's options) and a BuiltinTrainer with a TorchTuneConfig (on
   `spec.trainer.command`; for torchtune the SDK's command is a prefix, and the rest is what the
   v2.3.0 torch plugin appends (rendezvous endpoint, recipe, config, the runtime's fixed paths).
 
+A last case sends `resources_per_node` through the SDK, which writes whole numbers as JSON floats
+(`cpu: 2.0`); the API server accepts those for the CRD's int-or-string quantities.
+
 The SDK's real code path runs end to end: the kubernetes client's transport (urllib3's
 `PoolManager.request`) is replaced by a fake API server, so `TrainerClient()` reads the Trainer
 version ConfigMap, `train()` looks the runtime up as usual (namespaced TrainingRuntime: 404, then
@@ -151,9 +154,12 @@ def trainer_client() -> TrainerClient:
                                                  client_configuration=configuration))
 
 
-def submit(api: FakeApiServer, runtime: str, **train: Any) -> Obj:
-    """Run `TrainerClient().train(runtime=..., **train)` and return the stored TrainJob."""
-    name = trainer_client().train(runtime=runtime, **train)
+def submit(api: FakeApiServer, runtime: str,
+           trainer: CustomTrainer | CustomTrainerContainer | BuiltinTrainer,
+           initializer: Initializer | None = None, options: list[object] | None = None) -> Obj:
+    """Run `TrainerClient().train(...)` and return the TrainJob the fake server stored."""
+    name = trainer_client().train(runtime=runtime, initializer=initializer, trainer=trainer,
+                                  options=options)
     assert api.requests == [
         ("GET", VERSION_CONFIGMAP),
         ("GET", f"{TRAINER_API}/namespaces/{NAMESPACE}/trainingruntimes/{runtime}"),

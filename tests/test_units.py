@@ -4,6 +4,7 @@ graph, defaulting and the loader's bounds."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
@@ -151,3 +152,33 @@ def test_diagnostic_is_frozen() -> None:
     _, problems = parse_source(Source("x.yaml", "[1\n"))
     with pytest.raises(dataclasses.FrozenInstanceError):
         problems[0].rule = "other"  # type: ignore[misc]
+
+
+def test_generated_ssh_keys_have_upstreams_format() -> None:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    from compiler import sshkeys
+
+    pair = sshkeys.generated()("default", "job")
+    assert pair.private_pem.startswith(b"-----BEGIN EC PRIVATE KEY-----\n")
+    key = serialization.load_pem_private_key(pair.private_pem, password=None)
+    assert isinstance(key, ec.EllipticCurvePrivateKey) and key.curve.name == "secp521r1"
+    assert pair.public_key.startswith(b"ecdsa-sha2-nistp521 AAAA")
+    assert pair.public_key.endswith(b"\n") and pair.public_key.count(b" ") == 1
+    assert sshkeys.generated()("default", "job") != pair, "fresh keys every time"
+
+
+def test_ssh_key_file_must_be_p521() -> None:
+    from compiler import sshkeys
+    from compiler.errors import InputError
+
+    data = Path(__file__).resolve().parent / "data"
+    source = sshkeys.from_file(str(data / "test-only-mpi-key.pem"))
+    assert source("a", "b") == source("c", "d")
+    with pytest.raises(InputError, match="not an ECDSA P-521 key"):
+        sshkeys.from_file(str(data / "test-only-p256-key.pem"))
+    with pytest.raises(InputError, match="cannot read SSH key"):
+        sshkeys.from_file(str(data / "missing.pem"))
+    with pytest.raises(InputError, match="not an unencrypted PEM private key"):
+        sshkeys.from_file(str(data / "README.md"))

@@ -11,6 +11,7 @@ from typing import Any
 
 from compiler import emit
 from compiler.builtin import builtin_runtimes
+from compiler.context import CompileOptions, SSHKeySource
 from compiler.diagnostics import Diagnostic, Severity, error, has_errors
 from compiler.loader import read_sources
 from compiler.render import JobResult, render_stream
@@ -21,6 +22,7 @@ examples:
   tjc render examples/                          every TrainJob below a folder
   tjc render job.yaml my-runtime.yaml -o json   with a runtime of your own, as JSON
   tjc render jobs/ --output-dir rendered/       one file per TrainJob: rendered/<ns>/<name>.yaml
+  tjc render mpi-job.yaml --mpi-ssh-key generate  also emit the MPI SSH Secret (new keys)
   kubectl get trainjob mnist -o yaml | tjc render -
 """
 MANIFEST = ".tjc-render-manifest"
@@ -38,6 +40,10 @@ def register(verbs: Any) -> None:
                         help="write one file per TrainJob below DIR instead of stdout")
     parser.add_argument("--no-builtin-runtimes", action="store_true",
                         help="do not load the built-in ClusterTrainingRuntimes")
+    parser.add_argument("--mpi-ssh-key", metavar="generate|FILE",
+                        help="emit the MPI SSH Secret: new ECDSA P-521 keys per TrainJob "
+                        "(generate), or the key pair of this PEM P-521 private key file; "
+                        "without it no private key is ever printed")
     parser.add_argument("-q", "--quiet", action="store_true", help="do not print notices")
     parser.set_defaults(func=run)
 
@@ -46,10 +52,11 @@ def run(args: argparse.Namespace) -> int:
     """Load, render and print one TrainJob at a time; exit 1 if any input had errors."""
     sources = read_sources(args.paths)
     builtin = () if args.no_builtin_runtimes else builtin_runtimes()
+    options = CompileOptions(ssh_keys=_ssh_keys(args.mpi_ssh_key))
     writer = DirWriter(Path(args.output_dir), args.output) if args.output_dir else None
     objects: list[dict[str, Any]] = []
     errors = False
-    for item in render_stream(sources, builtin):
+    for item in render_stream(sources, builtin, options):
         diagnostics = [item] if isinstance(item, Diagnostic) else item.diagnostics
         if isinstance(item, JobResult) and writer is not None:
             diagnostics += writer.write(item)
@@ -65,6 +72,14 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(emit.json_list(objects))
     sys.stdout.flush()
     return 1 if errors else 0
+
+
+def _ssh_keys(choice: str | None) -> SSHKeySource | None:
+    if choice is None:
+        return None
+    from compiler import sshkeys  # only now: key handling needs the cryptography package
+
+    return sshkeys.generated() if choice == "generate" else sshkeys.from_file(choice)
 
 
 def report(diagnostics: list[Diagnostic], *, quiet: bool) -> None:
