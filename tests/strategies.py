@@ -90,3 +90,49 @@ def job_and_runtime(draw: st.DrawFn) -> tuple[Obj, Obj]:
     else:
         runtime = draw(plain_runtime())
     return draw(trainjob(runtime["metadata"]["name"])), runtime
+
+
+def _job(name: str, container: str, labels: dict[str, str], parallelism: int | None,
+         env: list[Obj], resources: Obj | None = None) -> Obj:
+    spec: Obj = {"template": {"spec": {"containers": [
+        {"name": container, "image": "img:1", "env": env,
+         **({"resources": resources} if resources else {})}]}}}
+    if parallelism is not None:
+        spec["parallelism"] = parallelism
+    return {"name": name, "template": {"metadata": {"labels": labels}, "spec": spec}}
+
+
+@st.composite
+def framework_runtime(draw: st.DrawFn) -> Obj:
+    """A runtime for torch, jax, xgboost or mpi (launcher/node jobs in either order)."""
+    framework = draw(st.sampled_from(["torch", "jax", "xgboost", "mpi"]))
+    cpu_only = {"requests": {"cpu": draw(st.sampled_from(["1", "2", "2500m", "0.5"]))}}
+    if framework == "mpi":
+        launcher_is_trainer = draw(st.booleans())
+        launcher = _job("launcher", "node", {ANCESTOR: "trainer"} if launcher_is_trainer else {},
+                        None, draw(env_list("rt-")))
+        node = _job("node", "node", {} if launcher_is_trainer else {ANCESTOR: "trainer"},
+                    draw(st.one_of(st.none(), st.integers(1, 4))), [], cpu_only)
+        jobs = [launcher, node] if draw(st.booleans()) else [node, launcher]
+        policy: Obj = {"mpi": {"runLauncherAsNode": draw(st.booleans()),
+                               "numProcPerNode": draw(st.integers(1, 4))}}
+    else:
+        jobs = [_job("node", "node", {ANCESTOR: "trainer"}, None, draw(env_list("rt-")),
+                     cpu_only)]
+        policy = {framework: {}}
+    spec: Obj = {"mlPolicy": {"numNodes": draw(st.integers(1, 4)), **policy},
+                 "template": {"spec": {"replicatedJobs": jobs}}}
+    if draw(st.booleans()):
+        spec["template"]["spec"]["network"] = {"subdomain": "svc"}
+    return {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "ClusterTrainingRuntime",
+            "metadata": {"name": f"{framework}-gen"}, "spec": spec}
+
+
+@st.composite
+def framework_pair(draw: st.DrawFn) -> tuple[Obj, Obj]:
+    """A TrainJob (always with spec.trainer) and a framework runtime."""
+    runtime = draw(framework_runtime())
+    job = draw(trainjob(runtime["metadata"]["name"]))
+    job["spec"].setdefault("trainer", {})
+    job["spec"]["trainer"].pop("resourcesPerNode", None)
+    return job, runtime

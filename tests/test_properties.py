@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from compiler import compile_trainjob, emit
 from compiler.context import ANCESTOR_LABEL
-from tests.strategies import job_and_runtime
+from tests.strategies import framework_pair, job_and_runtime
 
 Obj = dict[str, Any]
 
@@ -36,7 +36,7 @@ def _expected_count(rjob: Obj, tj: Obj, rt: Obj) -> int:
     return max(int(count), 1)
 
 
-@given(job_and_runtime())
+@given(st.one_of(job_and_runtime(), framework_pair()))
 def test_valid_inputs_compile_deterministically(pair: tuple[Obj, Obj]) -> None:
     tj, rt = pair
     before = copy.deepcopy(pair)
@@ -91,7 +91,7 @@ def _mutate(doc: Obj, path: tuple[Any, ...], new: Any, delete: bool) -> Obj:
     return doc
 
 
-@given(job_and_runtime(), st.data())
+@given(st.one_of(job_and_runtime(), framework_pair()), st.data())
 def test_mutated_inputs_never_crash(pair: tuple[Obj, Obj], data: st.DataObject) -> None:
     tj, rt = pair
     target = data.draw(st.sampled_from(["trainjob", "runtime"]))
@@ -114,3 +114,51 @@ def test_same_bytes_under_another_hash_seed(tmp_path: Path) -> None:
         outputs.add(proc.stdout)
     assert len(outputs) == 1
     assert json.loads(outputs.pop())["items"], "the examples render to objects"
+
+
+def _env(container: Obj) -> dict[str, str]:
+    return {e["name"]: e.get("value", "") for e in container.get("env", [])}
+
+
+def _node_container(rjob: Obj) -> Obj:
+    containers = rjob["template"]["spec"]["template"]["spec"]["containers"]
+    return next(c for c in containers if c["name"] == "node")
+
+
+def _endpoints(jobset: Obj, trainjob: str, job_names: set[str]) -> list[str]:
+    sub = (jobset["spec"].get("network") or {}).get("subdomain") or trainjob
+    out = []
+    for rjob in jobset["spec"]["replicatedJobs"]:
+        if rjob["name"] in job_names:
+            for replica in range(rjob.get("replicas", 1)):
+                out += [f"{trainjob}-{rjob['name']}-{replica}-{pod}.{sub}"
+                        for pod in range(rjob["template"]["spec"]["parallelism"])]
+    return out
+
+
+@given(framework_pair())
+def test_framework_env_agrees_with_counts(pair: tuple[Obj, Obj]) -> None:
+    tj, rt = pair
+    result = compile_trainjob(tj, rt)
+    assert result.ok, [d.text() for d in result.diagnostics]
+    jobset = _jobset(result.objects)
+    policy = rt["spec"]["mlPolicy"]
+    jobs = {rjob["name"]: rjob for rjob in jobset["spec"]["replicatedJobs"]}
+    if "mpi" in policy:
+        hostfile = next(o for o in result.objects if o["kind"] == "ConfigMap")["data"]["hostfile"]
+        lines = hostfile.splitlines()
+        as_node = policy["mpi"]["runLauncherAsNode"]
+        names = {"node", "launcher"} if as_node else {"node"}
+        expected = _endpoints(jobset, tj["metadata"]["name"], names)
+        assert sorted(line.split(" ")[0] for line in lines) == sorted(expected)
+        slots = {line.split(" ")[1] for line in lines}
+        assert len(slots) == 1
+        launcher_env = _env(_node_container(jobs["launcher"]))
+        assert slots == {f"slots={launcher_env['OMPI_MCA_orte_set_default_slots']}"}
+        return
+    trainer = jobs["node"]
+    count = trainer["template"]["spec"]["parallelism"]
+    env = _env(_node_container(trainer))
+    key = {"torch": "PET_NNODES", "jax": "JAX_NUM_PROCESSES", "xgboost": "DMLC_NUM_WORKER"}
+    framework = next(k for k in key if k in policy)
+    assert env[key[framework]] == str(count)
