@@ -1,7 +1,8 @@
 """`make bench`: the performance targets of DESIGN.md, measured.
 
 - compile: per-TrainJob time and TrainJobs per second over 10,000 four-node JAX TrainJobs
-  (target: at least 10,000 per second per core);
+  (target: at least 10,000 per second per core), and the same for a four-node torch job and an
+  eight-node MPI (deepspeed) job;
 - render: `tjc render` of the same 10,000 TrainJobs, in process against the floor of plain
   libyaml load + dump of the same documents (target: within 2x), and end to end as a command
   including start-up (target: under 5 s), with its peak memory at 1,000 and 10,000 TrainJobs
@@ -32,16 +33,16 @@ from compiler.render import JobResult, render_stream
 Obj = dict[str, Any]
 
 
-def jax_trainjob(index: int) -> Obj:
-    """A four-node JAX TrainJob like the ones users submit."""
+def jax_trainjob(index: int, runtime: str = "jax-distributed", nodes: int = 4) -> Obj:
+    """A multi-node TrainJob like the ones users submit (four-node JAX by default)."""
     return {
         "apiVersion": "trainer.kubeflow.org/v1alpha1",
         "kind": "TrainJob",
-        "metadata": {"name": f"jax-job-{index}", "namespace": "team-a", "uid": f"uid-{index}"},
+        "metadata": {"name": f"job-{index}", "namespace": "team-a", "uid": f"uid-{index}"},
         "spec": {
-            "runtimeRef": {"name": "jax-distributed"},
+            "runtimeRef": {"name": runtime},
             "trainer": {
-                "numNodes": 4,
+                "numNodes": nodes,
                 "command": ["python", "train.py", f"--seed={index}"],
                 "env": [{"name": "EPOCHS", "value": "10"}, {"name": "LR", "value": "0.001"}],
                 "resourcesPerNode": {"limits": {"cpu": "8", "memory": "32Gi",
@@ -59,6 +60,11 @@ def best_of(repeat: int, fn: Callable[[], object]) -> float:
         fn()
         times.append(time.perf_counter() - start)
     return min(times)
+
+
+def builtin(name: str) -> Obj:
+    """A built-in runtime document by name."""
+    return next(d.data for d in builtin_runtimes() if d.data["metadata"]["name"] == name)
 
 
 def bench_compile(jobs: list[Obj], runtime: Obj, repeat: int) -> dict[str, float]:
@@ -117,10 +123,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args(argv)
-    runtime = next(d.data for d in builtin_runtimes()
-                   if d.data["metadata"]["name"] == "jax-distributed")
     jobs = [jax_trainjob(i) for i in range(args.n)]
-    figures: dict[str, Any] = {"compile": bench_compile(jobs, runtime, args.repeat)}
+    figures: dict[str, Any] = {
+        "compile": bench_compile(jobs, builtin("jax-distributed"), args.repeat),
+        "compile_torch_4_nodes": bench_compile(
+            [jax_trainjob(i, "torch-distributed") for i in range(args.n)],
+            builtin("torch-distributed"), args.repeat),
+        "compile_mpi_8_nodes": bench_compile(
+            [jax_trainjob(i, "deepspeed-distributed", 8) for i in range(args.n)],
+            builtin("deepspeed-distributed"), args.repeat),
+    }
     with tempfile.TemporaryDirectory() as tmp:
         stream = emit.yaml_stream(jobs)
         figures["render_in_process"] = bench_render(stream, args.repeat)

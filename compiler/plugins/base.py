@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from compiler.context import Context
+from compiler.context import TRAINER, Context, PodSet
 from compiler.diagnostics import Diagnostic
 
 Obj = dict[str, Any]
@@ -128,6 +128,18 @@ def ml_policy_has(ctx: Context, key: str) -> bool:
 
 COMPLETION_INDEX = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
 TRAINER_PORT = 29500
+
+
+def trainer_count(ctx: Context) -> tuple[PodSet | None, int, list[Edit]]:
+    """The trainer pod set, its count once `trainer.numNodes` applies, and the edit that sets
+    it (the first step of every ML-policy plugin but MPI)."""
+    ps = ctx.pod_set_by_ancestor(TRAINER)
+    trainer = ctx.trainer
+    if ps is None:
+        return None, 1, []
+    if trainer is not None and isinstance(trainer.get("numNodes"), int):
+        return ps, trainer["numNodes"], [SetCount(ps.index, trainer["numNodes"])]
+    return ps, ps.count, []
 
 
 def completion_index_env(name: str) -> Obj:

@@ -8,18 +8,17 @@ JAX_COORDINATOR_ADDRESS `<tj>-node-0-0.<tj>:29500`, then port 29500. It does not
 
 from __future__ import annotations
 
-from compiler.context import NODE, TRAINER, Context
+from compiler.context import NODE, Context
 from compiler.plugins.base import (
     TRAINER_PORT,
-    Edit,
     PluginResult,
     PluginSpec,
-    SetCount,
     UpsertEnv,
     UpsertPorts,
     completion_index_env,
     ml_policy_has,
     node_zero_host,
+    trainer_count,
 )
 
 
@@ -31,12 +30,7 @@ def active(ctx: Context) -> bool:
 def enforce(ctx: Context) -> PluginResult:
     """Count from numNodes; JAX env and port on the trainer `node` container."""
     trainer = ctx.trainer
-    ps = ctx.pod_set_by_ancestor(TRAINER)
-    edits: list[Edit] = []
-    count = ps.count if ps else 1
-    if ps is not None and trainer is not None and isinstance(trainer.get("numNodes"), int):
-        count = trainer["numNodes"]
-        edits.append(SetCount(ps.index, count))
+    ps, count, edits = trainer_count(ctx)
     if trainer is None or ps is None or ps.container(NODE) is None:
         return PluginResult(edits=tuple(edits))
     envs = (

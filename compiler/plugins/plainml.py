@@ -6,8 +6,8 @@ runtimes and for runtimes with no mlPolicy at all.
 
 from __future__ import annotations
 
-from compiler.context import NODE, TRAINER, Context
-from compiler.plugins.base import Edit, PluginResult, PluginSpec, SetCount, UpsertEnv, ml_policy_has
+from compiler.context import NODE, Context
+from compiler.plugins.base import PluginResult, PluginSpec, UpsertEnv, ml_policy_has, trainer_count
 from compiler.upsert import env_vars
 
 
@@ -19,13 +19,9 @@ def active(ctx: Context) -> bool:
 def enforce(ctx: Context) -> PluginResult:
     """Set the trainer count from numNodes and upsert trainer.env into container `node`."""
     trainer = ctx.trainer
-    ps = ctx.pod_set_by_ancestor(TRAINER)
-    edits: list[Edit] = []
-    if trainer is not None and ps is not None:
-        if isinstance(trainer.get("numNodes"), int):
-            edits.append(SetCount(ps.index, trainer["numNodes"]))
-        if ps.container(NODE) is not None:
-            edits.append(UpsertEnv(ps.index, NODE, tuple(env_vars(trainer.get("env")))))
+    ps, _, edits = trainer_count(ctx)
+    if trainer is not None and ps is not None and ps.container(NODE) is not None:
+        edits.append(UpsertEnv(ps.index, NODE, tuple(env_vars(trainer.get("env")))))
     return PluginResult(edits=tuple(edits))
 
 

@@ -20,13 +20,13 @@ from compiler.plugins.base import (
     Edit,
     PluginResult,
     PluginSpec,
-    SetCount,
     SetTrainerCommand,
     UpsertEnv,
     UpsertPorts,
     completion_index_env,
     ml_policy_has,
     node_zero_host,
+    trainer_count,
 )
 from compiler.resources import cpu_count, gpu_count, int32, node_resources
 from compiler.upsert import env_vars
@@ -56,12 +56,7 @@ def num_proc_per_node(ctx: Context) -> tuple[int | str, int]:
 def enforce(ctx: Context) -> PluginResult:
     """Counts, PET envs, master address or TorchTune command, port, envInjection."""
     trainer = ctx.trainer
-    ps = ctx.pod_set_by_ancestor(TRAINER)
-    edits: list[Edit] = []
-    count = ps.count if ps else 1
-    if ps is not None and trainer is not None and isinstance(trainer.get("numNodes"), int):
-        count = trainer["numNodes"]
-        edits.append(SetCount(ps.index, count))
+    ps, count, edits = trainer_count(ctx)
     npp, gpus = num_proc_per_node(ctx)
     pet = _pet_envs(count, npp)
     master = ({"name": "PET_MASTER_ADDR", "value": node_zero_host(ctx)},

@@ -9,18 +9,17 @@ else 1), then port 29500.
 
 from __future__ import annotations
 
-from compiler.context import NODE, TRAINER, Context
+from compiler.context import NODE, Context
 from compiler.plugins.base import (
     TRAINER_PORT,
-    Edit,
     PluginResult,
     PluginSpec,
-    SetCount,
     UpsertEnv,
     UpsertPorts,
     completion_index_env,
     ml_policy_has,
     node_zero_host,
+    trainer_count,
 )
 from compiler.resources import gpu_count, int32, node_resources
 
@@ -32,16 +31,9 @@ def active(ctx: Context) -> bool:
 
 def enforce(ctx: Context) -> PluginResult:
     """Count from numNodes; DMLC env and port on the trainer `node` container."""
-    ps = ctx.pod_set_by_ancestor(TRAINER)
-    if ps is None:
-        return PluginResult()
     trainer = ctx.trainer
-    edits: list[Edit] = []
-    count = ps.count
-    if trainer is not None and isinstance(trainer.get("numNodes"), int):
-        count = trainer["numNodes"]
-        edits.append(SetCount(ps.index, count))
-    if trainer is None or ps.container(NODE) is None:
+    ps, count, edits = trainer_count(ctx)
+    if ps is None or trainer is None or ps.container(NODE) is None:
         return PluginResult(edits=tuple(edits))
     workers = int32(gpu_count(node_resources(ctx))) or 1
     envs = (
