@@ -92,7 +92,7 @@ def _env_injection(ctx: Context, envs: tuple[Obj, ...]) -> list[Edit]:
             if ps is None or (ps.container(name) is None and not init):
                 raise CompileError(error(
                     "TJC-TORCH-ENV-INJECTION",
-                    f"envInjection target podSet {job!r} container {name!r} not found in "
+                    f'envInjection target podSet "{job}" container "{name}" not found in '
                     "runtime template", ("spec", "mlPolicy", "torch", "envInjection"),
                     subject="runtime"))
             edits.append(UpsertEnv(ps.index, name, envs, init=init))
