@@ -133,6 +133,10 @@ def framework_pair(draw: st.DrawFn) -> tuple[Obj, Obj]:
     """A TrainJob (always with spec.trainer) and a framework runtime."""
     runtime = draw(framework_runtime())
     job = draw(trainjob(runtime["metadata"]["name"]))
-    job["spec"].setdefault("trainer", {})
-    job["spec"]["trainer"].pop("resourcesPerNode", None)
+    trainer = job["spec"].setdefault("trainer", {})
+    trainer.pop("resourcesPerNode", None)
+    # a user env may override a framework variable (JAX has no reserved names upstream);
+    # the framework invariants hold for TrainJobs that do not
+    trainer["env"] = [e for e in trainer.get("env", []) if not e["name"].startswith(
+        ("PET_", "JAX_", "DMLC_", "OMPI_"))]
     return job, runtime
