@@ -55,8 +55,9 @@ class Quantity:
         return canonical_string(self)
 
 
+@lru_cache(maxsize=4096)
 def parse(text: str | int | float) -> Quantity:
-    """Parse a quantity from YAML/JSON (string or number)."""
+    """Parse a quantity from YAML/JSON (string or number); memoised (quantities repeat)."""
     raw = _number_text(text)
     match = _PATTERN.match(raw.strip())
     if match is None:
@@ -143,8 +144,10 @@ def add(a: str, b: str) -> str:
 
 def is_quantity(text: object) -> bool:
     """True when `text` parses as a quantity."""
+    if not isinstance(text, (str, int, float)):
+        return False
     try:
-        parse(text)  # type: ignore[arg-type]
-    except (QuantityError, TypeError):
+        parse(text)
+    except QuantityError:
         return False
     return True

@@ -40,6 +40,20 @@ def upsert(items: list[Obj], new: Iterable[Obj], match: Match) -> None:
             items.append(item)
 
 
+def upsert_by_key(items: list[Obj], new: Iterable[Obj], key: str) -> None:
+    """`upsert` matching on one key, with an index instead of a scan per new item."""
+    first: dict[Any, int] = {}
+    for i, cur in enumerate(items):
+        first.setdefault(cur.get(key), i)
+    for item in new:
+        index = first.get(item.get(key))
+        if index is None:
+            first[item.get(key)] = len(items)
+            items.append(item)
+        else:
+            items[index] = item
+
+
 def _upsert_field(obj: Obj, key: str, new: Sequence[Obj], match: Match) -> None:
     """Upsert into the list `obj[key]`, creating it only when there is something to add."""
     if new:
@@ -48,7 +62,8 @@ def _upsert_field(obj: Obj, key: str, new: Sequence[Obj], match: Match) -> None:
 
 def upsert_env(container: Obj, envs: Sequence[Obj]) -> None:
     """Upsert env vars by name into a container."""
-    _upsert_field(container, "env", envs, _by("name"))
+    if envs:
+        upsert_by_key(container.setdefault("env", []), envs, "name")
 
 
 def upsert_ports(container: Obj, ports: Sequence[Obj]) -> None:
