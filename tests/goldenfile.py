@@ -4,8 +4,10 @@ Format (after cue's testdata): a header of `#` lines saying why the case exists 
 upstream behaviour or test case it pins, then sections `-- NAME --`. Sections under `want/`
 are expectations (`want/objects.yaml`, `want/diagnostics.txt`); every other section is an
 input file, loaded as if it were a file of that name. A header line `# flags: ...` passes
-render flags: `--no-builtin-runtimes`, and `--mpi-ssh-key=PATH` (a key file relative to
-the repository root) to render MPI SSH Secrets.
+render flags (a parenthesised remark may follow them): `--no-builtin-runtimes`,
+`--no-validate` (compile a TrainJob the cluster would reject, to pin what upstream's controller
+builds for it), and `--mpi-ssh-key=PATH` (a key file relative to the repository root) to render
+MPI SSH Secrets.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ class Case:
         """Render flags named in the header."""
         for line in self.header.splitlines():
             if line.startswith("# flags:"):
-                return line.split(":", 1)[1].split()
+                return line.split(":", 1)[1].split("(", 1)[0].split()
         return []
 
 
@@ -64,7 +66,8 @@ def run(case: Case) -> dict[str, str]:
     options = CompileOptions(ssh_keys=sshkeys.from_file(str(ROOT / keys[0])) if keys else None)
     objects: list[dict[str, Any]] = []
     diagnostics: list[Diagnostic] = []
-    for item in render_stream(sources, builtin, options):
+    validate = "--no-validate" not in case.flags
+    for item in render_stream(sources, builtin, options, validate=validate):
         if isinstance(item, JobResult):
             objects.extend(item.objects)
             diagnostics.extend(item.diagnostics)

@@ -101,7 +101,8 @@ def test_no_builtin_runtimes(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     job.write_text(TRAINJOB.format(name="x", runtime="jax-distributed", nodes=1))
     code, _, err = run(["render", str(job), "--no-builtin-runtimes"], capsys)
     assert code == 1
-    assert "not found ClusterTrainingRuntime" in err and f"{job}:8:11:" in err
+    assert "clusterTrainingRuntime must be created before the TrainJob" in err
+    assert f"{job}:8:5: error: TrainJob default/x: spec.runtimeRef: " in err
 
 
 def test_output_dir_never_overwrites_user_files(

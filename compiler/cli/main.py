@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 
 from compiler import __version__
-from compiler.cli import render_cmd
+from compiler.cli import render_cmd, validate_cmd
 from compiler.errors import InputError
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
@@ -31,6 +31,7 @@ examples:
   tjc render examples/                      render every TrainJob below a folder
   tjc render job.yaml runtime.yaml -o json  a TrainJob with its own runtime, as JSON
   cat job.yaml | tjc render -               read from stdin
+  tjc validate jobs/ --format sarif         check everything offline, as SARIF
 """
 
 
@@ -50,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     verbs = parser.add_subparsers(dest="verb", metavar="COMMAND", parser_class=_Parser)
     verbs.required = True
     render_cmd.register(verbs)
+    validate_cmd.register(verbs)
     return parser
 
 

@@ -40,6 +40,9 @@ def register(verbs: Any) -> None:
                         help="write one file per TrainJob below DIR instead of stdout")
     parser.add_argument("--no-builtin-runtimes", action="store_true",
                         help="do not load the built-in ClusterTrainingRuntimes")
+    parser.add_argument("--no-validate", action="store_true",
+                        help="skip the checks of tjc validate and compile what the cluster "
+                        "would reject too (as the controller does when its webhook is bypassed)")
     parser.add_argument("--mpi-ssh-key", metavar="generate|FILE",
                         help="emit the MPI SSH Secret: new ECDSA P-521 keys per TrainJob "
                         "(generate), or the key pair of this PEM P-521 private key file; "
@@ -56,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     writer = DirWriter(Path(args.output_dir), args.output) if args.output_dir else None
     objects: list[dict[str, Any]] = []
     errors = False
-    for item in render_stream(sources, builtin, options):
+    for item in render_stream(sources, builtin, options, validate=not args.no_validate):
         diagnostics = [item] if isinstance(item, Diagnostic) else item.diagnostics
         if isinstance(item, JobResult) and writer is not None:
             diagnostics += writer.write(item)

@@ -1,0 +1,79 @@
+"""Input documents: which kind each is, and the table of runtimes TrainJobs resolve against.
+
+Shared by the render and validate applications. The first pass over the inputs collects the
+runtimes (only sources whose text can hold one are parsed); user runtimes replace built-in ones
+with a notice, and a runtime defined twice is an error. No I/O beyond `Document`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from compiler.compile import PreparedRuntime, prepare_runtime
+from compiler.diagnostics import Diagnostic, Severity, error
+from compiler.loader import Document, Source, iter_source
+from compiler.resolve import RUNTIME_KINDS, RuntimeKey, runtime_key
+
+TRAINER_API = "trainer.kubeflow.org/v1alpha1"
+TRAINER_GROUP = "trainer.kubeflow.org/"
+
+
+@dataclass
+class RuntimeEntry:
+    """A known runtime and, once a TrainJob needed it, its prepared form."""
+
+    doc: Document
+    prepared: PreparedRuntime | None = None
+
+    def get(self) -> PreparedRuntime:
+        """Prepare the runtime on first use."""
+        if self.prepared is None:
+            self.prepared = prepare_runtime(self.doc.data)
+        return self.prepared
+
+
+def kind_of(doc: Document) -> str | Diagnostic:
+    """`TrainJob`, a runtime kind, or why the document is skipped or wrong."""
+    api, kind = doc.data.get("apiVersion"), doc.data.get("kind")
+    if not isinstance(api, str) or not isinstance(kind, str) or not api or not kind:
+        return error("TJC-INPUT-NO-KIND", "document has no apiVersion and kind; expected a "
+                     "TrainJob, TrainingRuntime or ClusterTrainingRuntime").at(doc.locate())
+    if api == TRAINER_API and kind in ("TrainJob", *RUNTIME_KINDS):
+        return kind
+    if api.startswith(TRAINER_GROUP):
+        return error("TJC-INPUT-UNKNOWN-KIND", f"unknown kind {kind} of {api}; expected "
+                     f"TrainJob, TrainingRuntime or ClusterTrainingRuntime of {TRAINER_API}",
+                     ("kind",)).at(doc.locate(("kind",)))
+    return Diagnostic(Severity.NOTICE, "TJC-INPUT-SKIPPED",
+                      f"skipped {kind} ({api}): not a Kubeflow Trainer kind").at(doc.locate())
+
+
+def _may_hold_runtime(source: Source) -> bool:
+    return "TrainingRuntime" in source.text
+
+
+def runtime_table(sources: Sequence[Source], builtin: Sequence[Document]
+                  ) -> tuple[dict[RuntimeKey, RuntimeEntry], list[Diagnostic]]:
+    """Built-ins, then the runtimes of `sources`; a user runtime replaces a built-in one."""
+    table = {runtime_key(doc.data): RuntimeEntry(doc) for doc in builtin}
+    notes: list[Diagnostic] = []
+    for source in filter(_may_hold_runtime, sources):
+        for doc in iter_source(source):
+            if isinstance(doc, Document) and kind_of(doc) in RUNTIME_KINDS:
+                notes.extend(_add_runtime(table, doc))
+    return table, notes
+
+
+def _add_runtime(table: dict[RuntimeKey, RuntimeEntry], doc: Document) -> list[Diagnostic]:
+    key = runtime_key(doc.data)
+    previous = table.get(key)
+    where = doc.locate(("metadata", "name"))
+    if previous is not None and not previous.doc.source.name.startswith("<builtin>"):
+        return [error("TJC-RUNTIME-DUPLICATE", f"{key.kind} {key.name} is defined twice (also "
+                      f"at {previous.doc.locate()})", ("metadata", "name")).at(where)]
+    table[key] = RuntimeEntry(doc)
+    if previous is None:
+        return []
+    return [Diagnostic(Severity.NOTICE, "TJC-RUNTIME-OVERRIDE", f"{key.kind} {key.name} "
+                       "overrides the built-in runtime", ("metadata", "name")).at(where)]

@@ -1,0 +1,186 @@
+"""The validate application: input sources in, located diagnostics out, for every document.
+
+For each TrainJob and runtime: the structural pass, CRD defaulting, the JSON Schema and CEL
+layers (CEL transition rules only against the previous version of the same object, from
+`--against`), then upstream's webhook rules and the quirk warnings. A runtime is checked once,
+however many TrainJobs use it. Everything wrong is reported in one run. Called by `tjc validate`
+and, per TrainJob, by the render application before it compiles. No I/O beyond `Document`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from compiler import structural
+from compiler.data import copy_json
+from compiler.defaults import default_in_place
+from compiler.diagnostics import Diagnostic, ObjectRef, Severity, error, has_errors
+from compiler.inputs import RuntimeEntry, kind_of, runtime_table
+from compiler.loader import Document, Source, iter_source
+from compiler.resolve import RUNTIME_KINDS, RuntimeKey, runtime_key, wanted_key
+from compiler.validate import cel, quirks, schema, webhook
+
+Obj = dict[str, Any]
+ObjectKey = tuple[str, str, str]
+
+
+@dataclass
+class Checked:
+    """A document after the structural pass and defaulting, with its own diagnostics."""
+
+    doc: Document
+    data: Obj
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+
+def object_key(data: Obj) -> ObjectKey:
+    """(kind, namespace, name) of a document, to pair it with its previous version."""
+    meta = data.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    namespaced = data.get("kind") != "ClusterTrainingRuntime"
+    namespace = str(meta.get("namespace") or "default") if namespaced else ""
+    return str(data.get("kind", "")), namespace, str(meta.get("name", ""))
+
+
+def _ref(data: Obj) -> ObjectRef:
+    kind, namespace, name = object_key(data)
+    if kind != "ClusterTrainingRuntime" and not (data.get("metadata") or {}).get("namespace"):
+        namespace = ""
+    return ObjectRef(kind, name, namespace)
+
+
+def check_document(doc: Document, old: Obj | None = None) -> Checked:
+    """Structural pass, defaults, JSON Schema and CEL for one document."""
+    kind = str(doc.data.get("kind"))
+    data, diagnostics = structural.sanitize(kind, doc.data, subject="document")
+    data = default_in_place(kind, data)
+    old_data = None
+    if old is not None:
+        old_data = default_in_place(kind, structural.sanitize(kind, old, subject="document")[0])
+    seen = {(d.rule, d.path) for d in diagnostics}
+    diagnostics += [d for d in schema.validate(kind, data) if (d.rule, d.path) not in seen]
+    diagnostics += cel.validate(kind, data, old_data)
+    return Checked(doc, data, diagnostics)
+
+
+def _well_typed(checked: Checked) -> Obj:
+    """The document without its wrongly typed values: the webhook rules assume the schema's
+    types (the API server checks the schema before it calls webhooks), and dropping only the
+    bad values lets every other rule still report in the same run."""
+    bad = [d.path for d in checked.diagnostics if d.rule == "TJC-SCHEMA-TYPE" and d.path]
+    if not bad:
+        return checked.data
+    data: Obj = copy_json(checked.data)
+    for path in sorted(bad, key=len, reverse=True):
+        parent: Any = data
+        for part in path[:-1]:
+            parent = _child(parent, part)
+        if isinstance(parent, dict):
+            parent.pop(path[-1], None)
+        elif isinstance(parent, list) and isinstance(path[-1], int) and path[-1] < len(parent):
+            parent[path[-1]] = {}
+    return data
+
+
+def _elsewhere(key: RuntimeKey, table: dict[RuntimeKey, RuntimeEntry]) -> list[Diagnostic]:
+    """A notice when a TrainingRuntime of that name exists only in other namespaces."""
+    others = sorted(k.namespace for k in table if (k.kind, k.name) == (key.kind, key.name))
+    if key.kind != "TrainingRuntime" or not others:
+        return []
+    return [Diagnostic(Severity.NOTICE, "TJC-RUNTIME-OTHER-NAMESPACE",
+                       f"a TrainingRuntime {key.name} exists in namespace {', '.join(others)}, "
+                       f"but a TrainJob can use only a TrainingRuntime of its own namespace "
+                       f"({key.namespace}) or a ClusterTrainingRuntime", ("spec", "runtimeRef"))]
+
+
+def _child(value: Any, part: str | int) -> Any:
+    if isinstance(value, dict):
+        return value.get(part)
+    if isinstance(value, list) and isinstance(part, int) and part < len(value):
+        return value[part]
+    return None
+
+
+def _locate(diagnostics: Sequence[Diagnostic], checked: Checked, runtime: Document | None,
+            obj: ObjectRef) -> list[Diagnostic]:
+    out = []
+    for d in diagnostics:
+        where = runtime if d.subject == "runtime" and runtime is not None else checked.doc
+        out.append(replace(d, obj=d.obj or obj).at(where.locate(d.path)))
+    return sorted(out, key=lambda d: (d.locations[0], d.rule, d.message))
+
+
+class Validator:
+    """Validates documents against a runtime table, checking each runtime once."""
+
+    def __init__(self, table: dict[RuntimeKey, RuntimeEntry],
+                 previous: dict[ObjectKey, Obj] | None = None) -> None:
+        self.table = table
+        self.previous = previous or {}
+        self.runtimes: dict[tuple[str, int, tuple[str | int, ...]], Checked] = {}
+
+    def runtime(self, doc: Document) -> Checked:
+        """A runtime document, checked (structure, schema, CEL, webhook) once."""
+        where = (doc.source.name, doc.index, doc.base)
+        checked = self.runtimes.get(where)
+        if checked is None:
+            old = self.previous.get(object_key(doc.data))
+            checked = check_document(doc, old)
+            checked.diagnostics += webhook.validate_runtime(_well_typed(checked), old=old)
+            checked.diagnostics = _locate(checked.diagnostics, checked, None, _ref(doc.data))
+            self.runtimes[where] = checked
+        return checked
+
+    def trainjob(self, doc: Document) -> list[Diagnostic]:
+        """Every diagnostic of one TrainJob, located in it or in its runtime."""
+        old = self.previous.get(object_key(doc.data))
+        checked = check_document(doc, old)
+        key = wanted_key(checked.data)
+        if isinstance(key, Diagnostic):
+            return _locate([*checked.diagnostics, key], checked, None, _ref(doc.data))
+        entry = self.table.get(key)
+        rt = self.runtime(entry.doc) if entry is not None else None
+        found = list(checked.diagnostics)
+        if entry is None:
+            found += _elsewhere(key, self.table)
+        if rt is not None and has_errors(rt.diagnostics):
+            found.append(error("TJC-RUNTIME-INVALID", f"{key.kind} {key.name} has errors (reported "
+                               "at the runtime); a cluster would not hold it, so this TrainJob "
+                               "cannot run", ("spec", "runtimeRef")))
+        runtime = _well_typed(rt) if rt is not None else None
+        trainjob = _well_typed(checked)
+        found += webhook.validate_trainjob(trainjob, runtime, old=old)
+        if runtime is not None:
+            found += quirks.check(trainjob, runtime)
+        return _locate(found, checked, entry.doc if entry else None, _ref(doc.data))
+
+
+def validate_stream(sources: Sequence[Source], builtin: Sequence[Document] = (),
+                    previous: Sequence[Source] = ()) -> Iterator[Diagnostic]:
+    """Every diagnostic of every input, in input order; runtimes' own problems once each."""
+    table, notes = runtime_table(sources, builtin)
+    yield from notes
+    validator = Validator(table, _previous(previous))
+    for source in sources:
+        for doc in iter_source(source):
+            if isinstance(doc, Diagnostic):
+                yield doc
+                continue
+            kind = kind_of(doc)
+            if isinstance(kind, Diagnostic):
+                yield kind
+            elif kind == "TrainJob":
+                yield from validator.trainjob(doc)
+            elif kind in RUNTIME_KINDS and runtime_key(doc.data) in table:
+                yield from validator.runtime(doc).diagnostics
+
+
+def _previous(sources: Sequence[Source]) -> dict[ObjectKey, Obj]:
+    out: dict[ObjectKey, Obj] = {}
+    for source in sources:
+        for doc in iter_source(source):
+            if isinstance(doc, Document):
+                out[object_key(doc.data)] = doc.data
+    return out
