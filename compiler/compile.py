@@ -71,10 +71,18 @@ def compile_trainjob(trainjob: Mapping[str, Any],
                      runtime: Mapping[str, Any] | PreparedRuntime, *,
                      options: CompileOptions | None = None) -> CompileResult:
     """Compile one TrainJob against the runtime it references."""
-    ref = _object_ref(trainjob)
     prepared = runtime if isinstance(runtime, PreparedRuntime) else prepare_runtime(runtime)
     tj, notes = _prepare_trainjob(trainjob)
-    notes = [*prepared.diagnostics, *notes]
+    return compile_defaulted(tj, prepared, options=options, notes=notes, ref=_object_ref(trainjob))
+
+
+def compile_defaulted(tj: Obj, prepared: PreparedRuntime, *, options: CompileOptions | None = None,
+                      notes: list[Diagnostic] | None = None,
+                      ref: ObjectRef | None = None) -> CompileResult:
+    """Compile a TrainJob that already went through the structural pass and defaulting (as
+    `tjc render` has it after validation); `notes` are that pass's diagnostics."""
+    ref = ref or _object_ref(tj)
+    notes = [*prepared.diagnostics, *(notes or [])]
     if has_errors(notes):
         return CompileResult((), tuple(with_object(notes, ref)))
     mismatch = _runtime_mismatch(tj, prepared.doc)

@@ -68,12 +68,12 @@ def runtime_table(sources: Sequence[Source], builtin: Sequence[Document]
 def _add_runtime(table: dict[RuntimeKey, RuntimeEntry], doc: Document) -> list[Diagnostic]:
     key = runtime_key(doc.data)
     previous = table.get(key)
-    where = doc.locate(("metadata", "name"))
+    name = ("metadata", "name")
     if previous is not None and not previous.doc.source.name.startswith("<builtin>"):
         return [error("TJC-RUNTIME-DUPLICATE", f"{key.kind} {key.name} is defined twice (also "
-                      f"at {previous.doc.locate()})", ("metadata", "name")).at(where)]
+                      f"at {previous.doc.locate()})", name).at(doc.locate(name))]
     table[key] = RuntimeEntry(doc)
     if previous is None:
         return []
     return [Diagnostic(Severity.NOTICE, "TJC-RUNTIME-OVERRIDE", f"{key.kind} {key.name} "
-                       "overrides the built-in runtime", ("metadata", "name")).at(where)]
+                       "overrides the built-in runtime", name).at(doc.locate(name))]

@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from compiler.compile import compile_trainjob
+from compiler.compile import compile_defaulted, compile_trainjob
 from compiler.context import CompileOptions
 from compiler.defaults import apply_defaults
 from compiler.diagnostics import Diagnostic, has_errors
@@ -86,7 +86,10 @@ def render_documents(docs: Sequence[Document], builtin: Sequence[Document] = ()
 def render_one(tj: Document, table: dict[RuntimeKey, RuntimeEntry],
                validator: Validator | None, options: CompileOptions | None = None) -> JobResult:
     """Validate, then (when valid) resolve and compile one TrainJob, with located diagnostics."""
-    result = JobResult(tj, diagnostics=validator.trainjob(tj) if validator else [])
+    result = JobResult(tj)
+    checked: dict[str, Any] | None = None
+    if validator is not None:
+        result.diagnostics, checked = validator.check_trainjob(tj)
     if has_errors(result.diagnostics):
         return result
     raw_meta, raw_spec = tj.data.get("metadata"), tj.data.get("spec")
@@ -100,7 +103,8 @@ def render_one(tj: Document, table: dict[RuntimeKey, RuntimeEntry],
     if entry is None:
         result.diagnostics.append(not_found(key).at(tj.locate(("spec", "runtimeRef", "name"))))
         return result
-    compiled = compile_trainjob(tj.data, entry.get(), options=options)
+    compiled = compile_trainjob(tj.data, entry.get(), options=options) if checked is None \
+        else compile_defaulted(checked, entry.get(), options=options)
     result.objects = list(compiled.objects)
     seen = {(d.rule, d.field_path, d.locations) for d in result.diagnostics}
     for diag in compiled.diagnostics:

@@ -135,11 +135,16 @@ class Validator:
 
     def trainjob(self, doc: Document) -> list[Diagnostic]:
         """Every diagnostic of one TrainJob, located in it or in its runtime."""
+        return self.check_trainjob(doc)[0]
+
+    def check_trainjob(self, doc: Document) -> tuple[list[Diagnostic], Obj]:
+        """Every diagnostic of one TrainJob, and the TrainJob after the structural pass and
+        defaulting (what the compile starts from)."""
         old = self.previous.get(object_key(doc.data))
         checked = check_document(doc, old)
         key = wanted_key(checked.data)
         if isinstance(key, Diagnostic):
-            return _locate([*checked.diagnostics, key], checked, None, _ref(doc.data))
+            return _locate([*checked.diagnostics, key], checked, None, _ref(doc.data)), checked.data
         entry = self.table.get(key)
         rt = self.runtime(entry.doc) if entry is not None else None
         found = list(checked.diagnostics)
@@ -154,7 +159,7 @@ class Validator:
         found += webhook.validate_trainjob(trainjob, runtime, old=old)
         if runtime is not None:
             found += quirks.check(trainjob, runtime)
-        return _locate(found, checked, entry.doc if entry else None, _ref(doc.data))
+        return _locate(found, checked, entry.doc if entry else None, _ref(doc.data)), checked.data
 
 
 def validate_stream(sources: Sequence[Source], builtin: Sequence[Document] = (),

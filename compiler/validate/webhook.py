@@ -34,6 +34,7 @@ Where this differs from upstream, on purpose:
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterator
@@ -42,6 +43,7 @@ from typing import Any
 
 from compiler import typed
 from compiler.context import ANCESTOR_LABEL, NODE, Context, build_context
+from compiler.data import fast_copy
 from compiler.defaults import canonicalize_quantities, default_in_place, quantity_tree
 from compiler.diagnostics import Diagnostic, Path, Severity, error
 from compiler.errors import TjcError
@@ -102,14 +104,20 @@ PATCH_JOBS: Path = ("trainingRuntimeSpec", "template", "spec", "replicatedJobs")
 RUNTIME_JOBS: Path = ("spec", "template", "spec", "replicatedJobs")
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Input:
     """One TrainJob validation: the documents and the context built from them (None when the
-    context cannot be built; upstream then has no runtime info)."""
+    context cannot be built; upstream then has no runtime info). The context is built on first
+    use: most TrainJobs meet no rule that needs it."""
 
     trainjob: Obj
     runtime: Obj
-    ctx: Context | None
+    problem: Diagnostic | None = None
+
+    @functools.cached_property
+    def ctx(self) -> Context | None:
+        ctx, self.problem = _context(self.trainjob, self.runtime)
+        return ctx
 
     @property
     def spec(self) -> Obj:
@@ -141,10 +149,10 @@ def validate_trainjob(trainjob: Obj, runtime: Obj | None, *,
     deprecated = _deprecated_reference(runtime)
     if deprecated is not None:
         found.append(deprecated)
-    ctx, problem = _context(trainjob, runtime)
-    if problem is not None:
-        found.append(problem)
-    job = _Input(trainjob, runtime, ctx)
+    job = _Input(trainjob, runtime)
+    if _dict(trainjob.get("spec")).get("runtimePatches") and job.ctx is None \
+            and job.problem is not None:
+        found.append(job.problem)  # only patches can keep the context from being built
     for rule in _TRAINJOB_RULES:
         found.extend(rule(job))
     if old is not None:
@@ -210,12 +218,26 @@ def _deprecated_reference(runtime: Obj) -> Diagnostic | None:
         f"{DEPRECATION_POLICY_URL}", RUNTIME_REF)
 
 
+_TYPED: dict[int, tuple[Obj, Obj]] = {}
+
+
+def _typed_spec(runtime: Obj) -> Obj:
+    """A fresh copy of the runtime's JobSet spec after the typed round trip; the round trip
+    runs once per runtime object (callers validate many TrainJobs against one runtime)."""
+    cached = _TYPED.get(id(runtime))
+    if cached is None or cached[0] is not runtime:
+        if len(_TYPED) > 256:
+            _TYPED.clear()
+        template = _dict(_dict(runtime.get("spec")).get("template"))
+        cached = (runtime, typed.jobset_spec(_dict(template.get("spec"))))
+        _TYPED[id(runtime)] = cached
+    return fast_copy(cached[1])  # type: ignore[no-any-return]
+
+
 def _context(trainjob: Obj, runtime: Obj) -> tuple[Context | None, Diagnostic | None]:
     """`newRuntimeInfo`: the JobSet template after the runtime patches, as pod sets."""
-    template = _dict(_dict(runtime.get("spec")).get("template"))
     try:
-        spec = typed.jobset_spec(_dict(template.get("spec")))
-        return build_context(trainjob, runtime, spec), None
+        return build_context(trainjob, runtime, _typed_spec(runtime)), None
     except TjcError as exc:
         return None, exc.diagnostic
 
@@ -299,9 +321,8 @@ def _mpi(job: _Input) -> Iterator[Diagnostic]:
     trainer = job.trainer
     if mpi is None or trainer is None:
         return
-    ctx = job.ctx
-    if ctx is not None and trainer.get("numNodes", 1) >= 2 and \
-            mpi.get("runLauncherAsNode") is True and (
+    if trainer.get("numNodes", 1) >= 2 and mpi.get("runLauncherAsNode") is True and \
+            (ctx := job.ctx) is not None and (
             ctx.pod_set_by_name(LAUNCHER) is None or ctx.pod_set_by_name(NODE) is None):
         yield error("TJC-WEBHOOK-MPI-LAUNCHER-AS-NODE",
                     "must have 1 when MPI trainingRuntime with enabled runLauncherAsNode does "
@@ -325,13 +346,13 @@ def _torch(job: _Input) -> Iterator[Diagnostic]:
     torch = job.policy("mlPolicy", "torch")
     if torch is None:
         return
-    if job.ctx is not None:
+    if _dict(torch.get("envInjection")).get("targets") and job.ctx is not None:
         yield from _env_injection(job.ctx, torch)
     trainer = job.trainer
     if trainer is None:
         return
     yield from _reserved_envs("TJC-WEBHOOK-TORCH-RESERVED-ENV", trainer, TORCH_RESERVED_ENVS)
-    if job.ctx is not None and trainer.get("command") == TUNE_ENTRYPOINT:
+    if trainer.get("command") == TUNE_ENTRYPOINT and job.ctx is not None:
         yield from _torchtune(job.ctx, trainer)
 
 
@@ -400,8 +421,9 @@ def _qlora(model: str, config: str) -> Iterator[Diagnostic]:
 
 def _jobset(job: _Input) -> Iterator[Diagnostic]:
     """JobSet `Validate`: initializer jobs (by job name), runtime patches."""
-    if job.ctx is not None:
-        initializer = _dict(job.spec.get("initializer"))
+    initializer = _dict(job.spec.get("initializer"))
+    if any(isinstance(initializer.get(k), dict) for k in ("dataset", "model")) \
+            and job.ctx is not None:
         names = _container_names(job.ctx.spec)
         for key, name, config in (("dataset", DATASET_INITIALIZER, "datasetConfig"),
                                   ("model", MODEL_INITIALIZER, "modelConfig")):
