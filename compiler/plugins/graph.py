@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-import networkx as nx
+if TYPE_CHECKING:
+    import networkx as nx
 
 from compiler.diagnostics import error
 from compiler.errors import PluginGraphError
@@ -19,7 +21,11 @@ from compiler.plugins.base import PluginSpec
 
 
 def build_graph(plugins: Sequence[PluginSpec]) -> nx.DiGraph:
-    """The dependency graph of the given plugins, nodes in registry order."""
+    """The dependency graph of the given plugins, nodes in registry order. (networkx is
+    imported here, not at module load: it costs a tenth of a second of start-up, and the
+    order it computes is memoised.)"""
+    import networkx as nx
+
     graph = nx.DiGraph()
     for index, plugin in enumerate(plugins):
         graph.add_node(plugin.name, index=index)
@@ -43,6 +49,8 @@ def plugin_order(plugins: Sequence[PluginSpec]) -> list[PluginSpec]:
 
 @lru_cache(maxsize=64)
 def _order(plugins: tuple[PluginSpec, ...]) -> tuple[PluginSpec, ...]:
+    import networkx as nx
+
     graph = build_graph(plugins)
     by_name = {p.name: p for p in plugins}
     try:
