@@ -8,6 +8,9 @@
   including start-up (target: under 5 s), with its peak memory at 1,000 and 10,000 TrainJobs
   (target: flat in N).
 
+- validate: `tjc validate` of 10,000 TrainJobs and 100 TrainingRuntimes as a command (target:
+  under 5 s), and of one file, start-up included (target: under 300 ms).
+
 Prints a table; `--json FILE` also writes the figures. Timings are the best of `--repeat` runs.
 """
 
@@ -116,6 +119,33 @@ def bench_command(path: Path, repeat: int) -> dict[str, float]:
     return {"seconds": seconds, "peak_rss_mib": int(peak) / 1024}
 
 
+def validate_inputs(n: int) -> list[Obj]:
+    """100 TrainingRuntimes (copies of torch-distributed) and `n` TrainJobs using them."""
+    runtimes = []
+    for i in range(100):
+        runtime = {**builtin("torch-distributed"), "kind": "TrainingRuntime"}
+        runtime["metadata"] = {"name": f"rt-{i}", "namespace": "team-a"}
+        runtimes.append(runtime)
+    jobs = [jax_trainjob(i, f"rt-{i % 100}") for i in range(n)]
+    for job in jobs:
+        job["spec"]["runtimeRef"]["kind"] = "TrainingRuntime"
+    return runtimes + jobs
+
+
+def bench_validate(tmp: Path, n: int, repeat: int) -> dict[str, float]:
+    """`tjc validate` of many documents, and of one file, as commands."""
+    many, one = tmp / "validate-many.yaml", tmp / "validate-one.yaml"
+    many.write_text(emit.yaml_stream(validate_inputs(n)), encoding="utf-8")
+    one.write_text(emit.yaml_stream([jax_trainjob(0, "torch-distributed")]), encoding="utf-8")
+    def validate(path: Path) -> None:
+        subprocess.run([sys.executable, "-m", "compiler", "validate", str(path)], check=True,
+                       stdout=subprocess.DEVNULL)
+
+    return {"trainjobs": n, "runtimes": 100,
+            "seconds": best_of(repeat, lambda: validate(many)),
+            "one_file_seconds": best_of(repeat, lambda: validate(one))}
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run every benchmark and print the figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -140,6 +170,7 @@ def main(argv: list[str] | None = None) -> int:
             path = Path(tmp) / f"jobs-{n}.yaml"
             path.write_text(emit.yaml_stream(jobs[:n]), encoding="utf-8")
             figures[f"render_command_{n}"] = bench_command(path, args.repeat)
+        figures["validate_command"] = bench_validate(Path(tmp), args.n, args.repeat)
     print(json.dumps(figures, indent=2))
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
