@@ -42,7 +42,8 @@ class Quantity:
     fmt: str = DECIMAL
 
     def __add__(self, other: Quantity) -> Quantity:
-        return Quantity(self.value + other.value, self.fmt)
+        """`Quantity.Add`: the format stays this one's, unless this one is zero."""
+        return Quantity(self.value + other.value, other.fmt if self.value == 0 else self.fmt)
 
     def __mul__(self, factor: int) -> Quantity:
         return Quantity(self.value * factor, self.fmt)
@@ -138,7 +139,8 @@ def _binary(value: int) -> str:
 
 
 def add(a: str, b: str) -> str:
-    """Sum of two quantity strings, canonical; the format of `a` wins (as `Quantity.Add`)."""
+    """Sum of two quantity strings, canonical; the format of `a` wins unless `a` is zero
+    (as `Quantity.Add`)."""
     return canonical_string(parse(a) + parse(b))
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from compiler.context import ANCESTOR_LABEL, NODE, TRAINER, Context
-from compiler.quantity import QuantityError, parse
+from compiler.quantity import Quantity, QuantityError, canonical_string, is_quantity, parse
 
 Obj = dict[str, Any]
 
@@ -76,3 +76,69 @@ def cpu_count(res: Obj) -> int:
     if requested:
         return requested
     return _value(limits["cpu"]) if "cpu" in limits else 0
+
+
+def _add(total: dict[str, Quantity], requests: dict[str, Quantity]) -> None:
+    """`addResourceList`: the first quantity of a name keeps its format, later ones add to it."""
+    for name, quantity in requests.items():
+        total[name] = total[name] + quantity if name in total else quantity
+
+
+def _max(total: dict[str, Quantity], requests: dict[str, Quantity]) -> None:
+    for name, quantity in requests.items():
+        if name not in total or quantity.value > total[name].value:
+            total[name] = quantity
+
+
+def _requests(container: Any) -> dict[str, Quantity]:
+    requests = ((container or {}).get("resources") or {}).get("requests") or {}
+    out = {}
+    for name, value in requests.items():
+        try:
+            out[str(name)] = parse(value)
+        except QuantityError:
+            continue
+    return out
+
+
+def pod_requests(pod_spec: Obj) -> dict[str, Quantity]:
+    """`resourcehelpers.PodRequests`: container requests summed, restartable (sidecar) init
+    containers added, each regular init container (plus the sidecars started before it)
+    max-ed in, pod-level cpu/memory/hugepages requests taking precedence, plus overhead."""
+    total: dict[str, Quantity] = {}
+    for container in pod_spec.get("containers") or []:
+        _add(total, _requests(container))
+    sidecars: dict[str, Quantity] = {}
+    init_max: dict[str, Quantity] = {}
+    for container in pod_spec.get("initContainers") or []:
+        requests = _requests(container)
+        if container.get("restartPolicy") == "Always":
+            _add(total, requests)
+            _add(sidecars, requests)
+            requests = dict(sidecars)
+        else:
+            requests = dict(requests)
+            _add(requests, sidecars)
+        _max(init_max, requests)
+    _max(total, init_max)
+    pod_level = _requests(pod_spec)
+    if any(_pod_level(name) for name in pod_level):
+        total.update({name: q for name, q in pod_level.items() if _pod_level(name)})
+    _add(total, {name: parse(v) for name, v in (pod_spec.get("overhead") or {}).items()
+                 if is_quantity(v)})
+    return total
+
+
+def _pod_level(name: str) -> bool:
+    return name in ("cpu", "memory") or name.startswith("hugepages-")
+
+
+def pod_group_totals(pod_sets: list[Any]) -> tuple[int, dict[str, str]]:
+    """minMember (pods over every pod set, initializers included) and minResources (each pod
+    set's single-pod requests times its count, summed), as the PodGroup plugins compute them."""
+    members = 0
+    total: dict[str, Quantity] = {}
+    for ps in pod_sets:
+        members += ps.count
+        _add(total, {name: q * ps.count for name, q in pod_requests(ps.pod_spec).items()})
+    return int32(members), {name: canonical_string(q) for name, q in sorted(total.items())}

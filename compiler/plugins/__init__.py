@@ -7,7 +7,7 @@ facts each plugin requires and provides. No import-time registration.
 
 from __future__ import annotations
 
-from compiler.plugins import jax, jobset, mpi, plainml, torch, xgboost
+from compiler.plugins import coscheduling, jax, jobset, mpi, plainml, torch, volcano, xgboost
 from compiler.plugins.base import PluginSpec
 
 REGISTRY: tuple[PluginSpec, ...] = (
@@ -16,5 +16,7 @@ REGISTRY: tuple[PluginSpec, ...] = (
     torch.PLUGIN,
     jax.PLUGIN,
     xgboost.PLUGIN,
+    coscheduling.PLUGIN,
+    volcano.PLUGIN,
     jobset.PLUGIN,
 )

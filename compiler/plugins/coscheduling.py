@@ -1,0 +1,55 @@
+"""Coscheduling (reference §3.7): gang scheduling with the scheduler-plugins PodGroup.
+
+Active when `podGroupPolicy.coscheduling` is set. Enforce labels every pod
+`scheduling.x-k8s.io/pod-group: <tj>`; build emits `scheduling.x-k8s.io/v1alpha1 PodGroup <tj>`
+with minMember and minResources over all pod sets (it needs the final counts, so it comes after
+every ML-policy plugin) and the policy's scheduleTimeoutSeconds. Upstream skips the PodGroup
+when one exists and the TrainJob runs: that is the controller's decision, not the compiler's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from compiler.context import Context
+from compiler.plugins.base import PluginResult, PluginSpec, SetPodMetadata, object_metadata
+from compiler.resources import pod_group_totals
+
+Obj = dict[str, Any]
+POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+
+
+def _policy(ctx: Context) -> Obj | None:
+    policy = (ctx.pod_group_policy or {}).get("coscheduling")
+    return policy if isinstance(policy, dict) else None
+
+
+def active(ctx: Context) -> bool:
+    """Only for runtimes whose podGroupPolicy sets coscheduling."""
+    return _policy(ctx) is not None
+
+
+def enforce(ctx: Context) -> PluginResult:
+    """The pod-group label on every pod template."""
+    return PluginResult(edits=(SetPodMetadata("labels", ((POD_GROUP_LABEL, ctx.name),)),))
+
+
+def build(ctx: Context) -> PluginResult:
+    """The PodGroup."""
+    members, resources = pod_group_totals(ctx.pod_sets)
+    spec = {"minMember": members, "minResources": resources,
+            "scheduleTimeoutSeconds": (_policy(ctx) or {}).get("scheduleTimeoutSeconds", 60)}
+    return PluginResult(objects=({"apiVersion": "scheduling.x-k8s.io/v1alpha1",
+                                  "kind": "PodGroup", "metadata": object_metadata(ctx, ctx.name),
+                                  "spec": spec},))
+
+
+PLUGIN = PluginSpec(
+    name="coscheduling",
+    policy="podGroupPolicy.coscheduling",
+    active=active,
+    enforce=enforce,
+    build=build,
+    requires=frozenset({"pod-counts"}),
+    provides=frozenset({"pod-scheduling-metadata", "side-objects"}),
+)

@@ -1,0 +1,66 @@
+"""Volcano (reference §3.8): gang scheduling with Volcano's PodGroup.
+
+Active when `podGroupPolicy.volcano` is set. Enforce annotates every pod
+`scheduling.k8s.io/group-name: <tj>`; build emits `scheduling.volcano.sh/v1beta1 PodGroup <tj>`
+with minMember and minResources over all pod sets, the queue from the JobSet annotation
+`scheduling.volcano.sh/queue-name` when present, the priorityClassName of the last
+replicatedJob that sets one, and the policy's networkTopology.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from compiler.context import Context
+from compiler.plugins.base import PluginResult, PluginSpec, SetPodMetadata, object_metadata
+from compiler.resources import pod_group_totals
+
+Obj = dict[str, Any]
+GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
+QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
+
+
+def _policy(ctx: Context) -> Obj | None:
+    policy = (ctx.pod_group_policy or {}).get("volcano")
+    return policy if isinstance(policy, dict) else None
+
+
+def active(ctx: Context) -> bool:
+    """Only for runtimes whose podGroupPolicy sets volcano."""
+    return _policy(ctx) is not None
+
+
+def enforce(ctx: Context) -> PluginResult:
+    """The group-name annotation on every pod template."""
+    return PluginResult(edits=(SetPodMetadata("annotations",
+                                              ((GROUP_NAME_ANNOTATION, ctx.name),)),))
+
+
+def build(ctx: Context) -> PluginResult:
+    """The PodGroup."""
+    members, resources = pod_group_totals(ctx.pod_sets)
+    spec: Obj = {"minMember": members, "minResources": resources}
+    if QUEUE_ANNOTATION in ctx.annotations:
+        spec["queue"] = ctx.annotations[QUEUE_ANNOTATION]
+    for rjob in ctx.spec.get("replicatedJobs") or []:
+        priority = rjob["template"]["spec"]["template"]["spec"].get("priorityClassName")
+        if priority is not None:
+            spec["priorityClassName"] = priority
+    topology = (_policy(ctx) or {}).get("networkTopology")
+    if isinstance(topology, dict):
+        spec["networkTopology"] = {"mode": topology.get("mode", "hard"),
+                                   "highestTierAllowed": topology.get("highestTierAllowed", 1)}
+    return PluginResult(objects=({"apiVersion": "scheduling.volcano.sh/v1beta1",
+                                  "kind": "PodGroup", "metadata": object_metadata(ctx, ctx.name),
+                                  "spec": spec},))
+
+
+PLUGIN = PluginSpec(
+    name="volcano",
+    policy="podGroupPolicy.volcano",
+    active=active,
+    enforce=enforce,
+    build=build,
+    requires=frozenset({"pod-counts"}),
+    provides=frozenset({"pod-scheduling-metadata", "side-objects"}),
+)
