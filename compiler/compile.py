@@ -35,6 +35,7 @@ class CompileResult:
     objects: tuple[Obj, ...]
     diagnostics: tuple[Diagnostic, ...]
     plugins: tuple[str, ...] = ()
+    trace: tuple[tuple[str, Any], ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -91,6 +92,7 @@ def compile_defaulted(tj: Obj, prepared: PreparedRuntime, *, options: CompileOpt
     try:
         ctx = build_context(tj, prepared.doc, fast_copy(prepared.spec))
         ctx.options = options or CompileOptions()
+        ctx.trace = [] if ctx.options.trace else None
         plugins = plugin_order([p for p in REGISTRY if p.active(ctx)])
         objects, diagnostics = _run_plugins(ctx, plugins)
     except TjcError as exc:
@@ -99,7 +101,7 @@ def compile_defaulted(tj: Obj, prepared: PreparedRuntime, *, options: CompileOpt
     if has_errors(diagnostics):
         objects = []
     return CompileResult(tuple(objects), tuple(with_object(diagnostics, ref)),
-                         tuple(p.name for p in plugins))
+                         tuple(p.name for p in plugins), tuple(ctx.trace or ()))
 
 
 def _prepare_trainjob(trainjob: Mapping[str, Any]) -> tuple[Obj, list[Diagnostic]]:
@@ -125,6 +127,8 @@ def _run_plugins(ctx: Context, plugins: list[PluginSpec]) -> tuple[list[Obj], li
             result: PluginResult = step(ctx)
             for edit in result.edits:
                 apply_edit(ctx, edit)
+            if ctx.trace is not None:
+                ctx.trace += [(plugin.name, item) for item in (*result.edits, *result.objects)]
             objects.extend(result.objects)
             diagnostics.extend(result.diagnostics)
     return objects, diagnostics

@@ -33,10 +33,12 @@ class CompileOptions:
     """What the cluster would supply, passed in so the compile stays pure.
 
     `ssh_keys(namespace, name)` returns the key pair of a TrainJob's MPI SSH Secret; without
-    it, no Secret is emitted and a notice says which Secret the job needs.
+    it, no Secret is emitted and a notice says which Secret the job needs. `trace` records
+    which plugin made which edit and object (for `tjc explain`).
     """
 
     ssh_keys: SSHKeySource | None = None
+    trace: bool = False
 
 
 ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
@@ -78,6 +80,7 @@ class Context:
     trainer_command: list[str] | None = None
     facts: dict[str, Any] = field(default_factory=dict)
     options: CompileOptions = field(default_factory=lambda: CompileOptions())
+    trace: list[tuple[str, Any]] | None = None
 
     @property
     def name(self) -> str:
@@ -130,9 +133,9 @@ def build_context(trainjob: Obj, runtime: Obj, spec: Obj) -> Context:
     rt_spec = runtime.get("spec") or {}
     template = rt_spec.get("template") or {}
     ml_policy = rt_spec.get("mlPolicy")
-    patches = _runtime_patches(trainjob)
+    patches = runtime_patches(trainjob)
     labels, annotations = _propagated_metadata(template, patches)
-    spec = _merge_patches(spec, patches)
+    spec = merge_patches(spec, patches)
     pod_sets = []
     for index, rjob in enumerate(spec.get("replicatedJobs") or []):
         pod_sets.append(_pod_set(index, rjob, trainjob, ml_policy))
@@ -150,7 +153,7 @@ def build_context(trainjob: Obj, runtime: Obj, spec: Obj) -> Context:
     )
 
 
-def _runtime_patches(trainjob: Obj) -> list[Obj]:
+def runtime_patches(trainjob: Obj) -> list[Obj]:
     patches = trainjob.get("spec", {}).get("runtimePatches") or []
     return [p for p in patches if isinstance(p, dict)]
 
@@ -173,7 +176,7 @@ def _propagated_metadata(template: Obj, patches: list[Obj]) -> tuple[dict[str, s
     return labels, annotations
 
 
-def _merge_patches(spec: Obj, patches: list[Obj]) -> Obj:
+def merge_patches(spec: Obj, patches: list[Obj]) -> Obj:
     """§2.2: strategic-merge each patch's spec, then restore the template's job order."""
     order = {rjob.get("name"): i for i, rjob in enumerate(spec.get("replicatedJobs") or [])}
     patched = False

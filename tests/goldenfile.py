@@ -6,13 +6,14 @@ are expectations (`want/objects.yaml`, `want/diagnostics.txt`); every other sect
 input file, loaded as if it were a file of that name. A header line `# flags: ...` passes
 render flags (a parenthesised remark may follow them): `--no-builtin-runtimes`,
 `--no-validate` (compile a TrainJob the cluster would reject, to pin what upstream's controller
-builds for it), and `--mpi-ssh-key=PATH` (a key file relative to the repository root) to render
-MPI SSH Secrets.
+builds for it), `--explain` (also compare `tjc explain` with `want/explain.txt`), and
+`--mpi-ssh-key=PATH` (a key file relative to the repository root) to render MPI SSH Secrets.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,8 @@ from compiler import emit, sshkeys
 from compiler.builtin import builtin_runtimes
 from compiler.context import CompileOptions
 from compiler.diagnostics import Diagnostic
-from compiler.loader import Source
+from compiler.explain import Explainer, find_runtime
+from compiler.loader import Document, Source, parse_source
 from compiler.render import JobResult, render_stream
 
 SECTION = re.compile(r"^-- (?P<name>\S+) --$", re.MULTILINE)
@@ -73,10 +75,25 @@ def run(case: Case) -> dict[str, str]:
             diagnostics.extend(item.diagnostics)
         else:
             diagnostics.append(item)
-    return {
+    actual = {
         "want/objects.yaml": emit.yaml_stream(objects),
         "want/diagnostics.txt": "".join(d.text() + "\n" for d in diagnostics),
     }
+    if "--explain" in case.flags:
+        actual["want/explain.txt"] = _explain(sources, builtin)
+    return actual
+
+
+def _explain(sources: list[Source], builtin: Sequence[Document]) -> str:
+    """`tjc explain` of every TrainJob of the case, one after the other."""
+    docs = [d for source in sources for d in parse_source(source)[0]]
+    out = []
+    for doc in docs:
+        if doc.data.get("kind") == "TrainJob":
+            runtime = find_runtime(doc, [*docs, *builtin])
+            out.append(runtime.text() + "\n" if isinstance(runtime, Diagnostic)
+                       else Explainer(doc, runtime).text())
+    return "\n".join(out)
 
 
 def format_case(case: Case, actual: dict[str, str]) -> str:
@@ -84,8 +101,9 @@ def format_case(case: Case, actual: dict[str, str]) -> str:
     out = [case.header.rstrip("\n") + "\n"]
     for name, body in case.inputs.items():
         out.append(f"-- {name} --\n{body}")
-    for name in ("want/objects.yaml", "want/diagnostics.txt"):
-        out.append(f"-- {name} --\n{actual[name]}")
+    for name in ("want/objects.yaml", "want/diagnostics.txt", "want/explain.txt"):
+        if name in actual:
+            out.append(f"-- {name} --\n{actual[name]}")
     return "".join(out)
 
 

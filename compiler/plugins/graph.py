@@ -37,7 +37,10 @@ def build_graph(plugins: Sequence[PluginSpec]) -> nx.DiGraph:
                     "TJC-PLUGIN-GRAPH",
                     f"plugin {consumer.name} requires {fact!r} but no active plugin provides it"))
             for provider in providers:
-                graph.add_edge(provider, consumer.name, fact=fact)
+                if graph.has_edge(provider, consumer.name):
+                    graph.edges[provider, consumer.name]["facts"].append(fact)
+                else:
+                    graph.add_edge(provider, consumer.name, facts=[fact])
     return graph
 
 

@@ -144,7 +144,7 @@ def _jobset(ctx: Context, spec: Obj) -> Obj:
 
 PLUGIN = PluginSpec(
     name="jobset",
-    policy="(always)",
+    policy="always",
     active=active,
     build=build,
     requires=frozenset({"pod-counts"}),
