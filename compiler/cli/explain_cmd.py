@@ -23,7 +23,7 @@ examples:
 
 def register(verbs: Any) -> None:
     """Add the `explain` verb to the parser."""
-    parser = verbs.add_parser("explain", help=HELP, description=HELP.capitalize() + ".",
+    parser = verbs.add_parser("explain", help=HELP, description=HELP[0].upper() + HELP[1:] + ".",
                               epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("trainjob", metavar="TRAINJOB_FILE",
                         help="a file with one TrainJob (or - for stdin)")

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 
 from compiler import __version__
-from compiler.cli import explain_cmd, render_cmd, validate_cmd
+from compiler.cli import explain_cmd, render_cmd, runtimes_cmd, validate_cmd
 from compiler.errors import InputError
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
@@ -32,6 +32,7 @@ examples:
   tjc render job.yaml runtime.yaml -o json  a TrainJob with its own runtime, as JSON
   cat job.yaml | tjc render -               read from stdin
   tjc validate jobs/ --format sarif         check everything offline, as SARIF
+  tjc runtimes list                         the runtimes a TrainJob can reference
   tjc explain examples/jax-mnist.yaml       who set which field of the output
 """
 
@@ -53,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     verbs.required = True
     render_cmd.register(verbs)
     validate_cmd.register(verbs)
+    runtimes_cmd.register(verbs)
     explain_cmd.register(verbs)
     return parser
 

@@ -30,7 +30,7 @@ MANIFEST = ".tjc-render-manifest"
 
 def register(verbs: Any) -> None:
     """Add the `render` verb to the parser."""
-    parser = verbs.add_parser("render", help=HELP, description=HELP.capitalize() + ".",
+    parser = verbs.add_parser("render", help=HELP, description=HELP[0].upper() + HELP[1:] + ".",
                               epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("paths", nargs="+", metavar="PATH",
                         help="YAML/JSON file, folder (searched recursively) or - for stdin")

@@ -27,7 +27,7 @@ examples:
 
 def register(verbs: Any) -> None:
     """Add the `validate` verb to the parser."""
-    parser = verbs.add_parser("validate", help=HELP, description=HELP.capitalize() + ".",
+    parser = verbs.add_parser("validate", help=HELP, description=HELP[0].upper() + HELP[1:] + ".",
                               epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("paths", nargs="+", metavar="PATH",
                         help="YAML/JSON file, folder (searched recursively) or - for stdin")
