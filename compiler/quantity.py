@@ -97,8 +97,44 @@ def _round_up_nano(value: Fraction) -> Fraction:
 
 @lru_cache(maxsize=4096)
 def canonical(text: str | int | float) -> str:
-    """The canonical string Kubernetes serialises a quantity as."""
-    return canonical_string(parse(text))
+    """The string Kubernetes serialises a parsed quantity as: the input itself when
+    `ParseQuantity` judges it already canonical (it keeps the string then, so `+1`, `1E3` or
+    `1.500` come back as written), else the canonical form."""
+    raw = _number_text(text).strip()
+    return raw if _kept_as_written(raw) else canonical_string(parse(text))
+
+
+_SPLIT = re.compile(r"^([+-]?)0*([0-9]*)(?:\.([0-9]*))?(.*)$")
+
+
+def _kept_as_written(raw: str) -> bool:
+    """`ParseQuantity`'s fast path that stores the input string (apimachinery quantity.go)."""
+    if raw == "0":
+        return True
+    match = _SPLIT.match(raw)
+    if match is None or _PATTERN.match(raw) is None:
+        return False
+    num, denom, suffix = match[2] or "0", match[3] or "", match[4]
+    binary = suffix in _BINARY_SUFFIXES
+    if binary:
+        exponent = 10 * _BINARY_SUFFIXES[suffix]
+        if denom:
+            return False
+        precision = 15 - len(num) - int(exponent * 3 / 10) - 1
+        mantissa, scale = 1 << exponent, 0
+    else:
+        exponent = _DECIMAL_SUFFIXES[suffix] if suffix in _DECIMAL_SUFFIXES else int(suffix[1:])
+        precision, mantissa, scale = 18 - len(num) - len(denom), 1, exponent
+    scale -= len(denom)
+    if precision < 0 or scale < -9:
+        return False
+    shifted = num + denom
+    value = int(shifted)
+    if abs(value * mantissa) >= 2**63:
+        return False
+    if binary:
+        return exponent % 10 == 0 and value & 7 != 0
+    return scale % 3 == 0 and not shifted.endswith("000") and shifted[0] != "0"
 
 
 def canonical_string(q: Quantity) -> str:

@@ -22,7 +22,9 @@ from compiler.plugins.graph import plugin_order
     ("1024Mi", "1Gi"), ("2000m", "2"), ("0.5", "500m"), ("1536Mi", "1536Mi"), ("2000", "2k"),
     ("1.5", "1500m"), ("100m", "100m"), ("0.1m", "100u"), ("1e3", "1e3"), ("1000Ki", "1000Ki"),
     ("1.5Gi", "1536Mi"), ("0", "0"), (2, "2"), (0.5, "500m"), ("0.0000000001", "1n"),
-    ("-1", "-1"), ("512Ki", "512Ki"), ("1025", "1025"), ("10G", "10G"),
+    ("-1", "-1"), ("512Ki", "512Ki"), ("1025", "1025"), ("10G", "10G"), ("1000k", "1M"),
+    # ParseQuantity keeps these strings as written (its fast path judges them canonical)
+    ("+1", "+1"), ("1E3", "1E3"), ("1.500", "1.500"), ("+1Gi", "+1Gi"), ("08", "08"),
 ])
 def test_quantity_canonical(given: str | int | float, canonical: str) -> None:
     assert quantity.canonical(given) == canonical
