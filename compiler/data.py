@@ -30,3 +30,15 @@ def fast_copy(value: Any) -> Any:
         return marshal.loads(marshal.dumps(value))
     except (ValueError, TypeError):
         return copy_json(value)
+
+
+def get_path(value: Any, *keys: str | int) -> Any:
+    """The value at a path of map keys and list indices, or None where the path leaves the data."""
+    for key in keys:
+        if isinstance(value, dict):
+            value = value.get(key)
+        elif isinstance(value, list) and isinstance(key, int) and -len(value) <= key < len(value):
+            value = value[key]
+        else:
+            return None
+    return value

@@ -17,7 +17,7 @@ from typing import Any
 from compiler import emit
 from compiler.compile import CompileResult, compile_defaulted, prepare_runtime
 from compiler.context import ANCESTOR_LABEL, TRAINER, CompileOptions, merge_patches, runtime_patches
-from compiler.data import fast_copy
+from compiler.data import fast_copy, get_path
 from compiler.defaults import apply_defaults, default_in_place
 from compiler.diagnostics import Diagnostic, Path, format_path
 from compiler.loader import Document
@@ -179,9 +179,9 @@ class Explainer:
                 mpi.get("runLauncherAsNode") is True else ""
             return Entry(path, value, f"trainJob spec.trainer.numNodes{minus}, via plugin "
                          f"{plugin}", (self.tj, ("spec", "trainer", "numNodes")))
-        rjob = _get(self._jobset_object(), ("spec", "replicatedJobs", index if index is not None
-                                             else -1))
-        ancestor = _get(rjob, ("template", "metadata", "labels", ANCESTOR_LABEL))
+        rjob = None if index is None else get_path(self._jobset_object(), "spec",
+                                                   "replicatedJobs", index)
+        ancestor = get_path(rjob, "template", "metadata", "labels", ANCESTOR_LABEL)
         ml = (self.runtime.data.get("spec") or {}).get("mlPolicy")
         if ancestor == TRAINER and isinstance(ml, dict):
             source: Path = ("spec", "mlPolicy", "numNodes")
@@ -213,7 +213,7 @@ class Explainer:
         if len(path) < 3 or path[-3] != "resources":
             return None
         source: Path = ("spec", "trainer", "resourcesPerNode", path[-2], path[-1])
-        if _get(self.trainjob, source) is None:
+        if get_path(self.trainjob, *source) is None:
             return None
         return Entry(path, value, f"trainJob {format_path(source)}", (self.tj, source))
 
@@ -221,7 +221,7 @@ class Explainer:
         if path != ("spec", "suspend"):
             return None
         source: Path = ("spec", "suspend")
-        if _get(self.tj.data, source) is None:
+        if get_path(self.tj.data, *source) is None:
             return Entry(path, value, "trainJob spec.suspend (CRD default)")
         return Entry(path, value, "trainJob spec.suspend", (self.tj, source))
 
@@ -247,7 +247,7 @@ class Explainer:
             return False
         if isinstance(edit, UpsertVolumes):
             return True
-        container = _get(self._jobset_object(), path[:-2])
+        container = get_path(self._jobset_object(), *path[:-2])
         return isinstance(container, dict) and container.get("name") == edit.container
 
     def _jobset_object(self) -> Obj:
@@ -267,7 +267,7 @@ class Explainer:
         inner = path[1:]
         last = None
         for k in range(1, len(self.patch_steps)):
-            if _get(self.patch_steps[k], inner) != _get(self.patch_steps[k - 1], inner):
+            if get_path(self.patch_steps[k], *inner) != get_path(self.patch_steps[k - 1], *inner):
                 last = k - 1
         if last is None:
             return None
@@ -306,17 +306,6 @@ class Explainer:
             facts = ", ".join(sorted(data.get("facts", ())))
             out.append(f'  "{source}" -> "{target}" [label="{facts}"];')
         return "\n".join([*out, "}"]) + "\n"
-
-
-def _get(value: Any, path: Path) -> Any:
-    for part in path:
-        if isinstance(value, dict):
-            value = value.get(part)
-        elif isinstance(value, list) and isinstance(part, int) and part < len(value):
-            value = value[part]
-        else:
-            return None
-    return value
 
 
 def find_runtime(trainjob: Document, runtimes: list[Document]) -> Document | Diagnostic:

@@ -7,7 +7,7 @@ with a notice, and a runtime defined twice is an error. No I/O beyond `Document`
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from compiler.compile import PreparedRuntime, prepare_runtime
@@ -77,3 +77,15 @@ def _add_runtime(table: dict[RuntimeKey, RuntimeEntry], doc: Document) -> list[D
         return []
     return [Diagnostic(Severity.NOTICE, "TJC-RUNTIME-OVERRIDE", f"{key.kind} {key.name} "
                        "overrides the built-in runtime", name).at(doc.locate(name))]
+
+
+def classified(sources: Sequence[Source]) -> Iterator[tuple[Document, str] | Diagnostic]:
+    """Each document of the sources with its kind (TrainJob or a runtime kind), in input
+    order; a diagnostic for each document that is broken, of an unknown kind or skipped."""
+    for source in sources:
+        for doc in iter_source(source):
+            kind = doc if isinstance(doc, Diagnostic) else kind_of(doc)
+            if isinstance(kind, Diagnostic):
+                yield kind
+            elif isinstance(doc, Document):
+                yield doc, kind

@@ -17,9 +17,9 @@ from compiler.compile import compile_defaulted, compile_trainjob
 from compiler.context import CompileOptions
 from compiler.defaults import apply_defaults
 from compiler.diagnostics import Diagnostic, has_errors
-from compiler.inputs import RuntimeEntry, kind_of, runtime_table
-from compiler.loader import Document, Source, iter_source
-from compiler.resolve import RUNTIME_KINDS, RuntimeKey, not_found, wanted_key
+from compiler.inputs import RuntimeEntry, classified, runtime_table
+from compiler.loader import Document, Source
+from compiler.resolve import RuntimeKey, not_found, wanted_key
 from compiler.validation import Validator
 
 
@@ -56,18 +56,13 @@ def render_stream(sources: Sequence[Source], builtin: Sequence[Document] = (),
     table, notes = runtime_table(sources, builtin)
     yield from notes
     validator = Validator(table) if validate else None
-    for source in sources:
-        for doc in iter_source(source):
-            if isinstance(doc, Diagnostic):
-                yield doc
-                continue
-            kind = kind_of(doc)
-            if isinstance(kind, Diagnostic):
-                yield kind
-            elif kind == "TrainJob":
-                yield render_one(doc, table, validator, options)
-            elif kind in RUNTIME_KINDS and validator is not None:
-                yield from validator.runtime(doc).diagnostics
+    for item in classified(sources):
+        if isinstance(item, Diagnostic):
+            yield item
+        elif item[1] == "TrainJob":
+            yield render_one(item[0], table, validator, options)
+        elif validator is not None:
+            yield from validator.runtime(item[0]).diagnostics
 
 
 def render_documents(docs: Sequence[Document], builtin: Sequence[Document] = ()

@@ -17,9 +17,9 @@ from compiler import structural
 from compiler.data import copy_json
 from compiler.defaults import default_in_place
 from compiler.diagnostics import Diagnostic, ObjectRef, Severity, error, has_errors
-from compiler.inputs import RuntimeEntry, kind_of, runtime_table
+from compiler.inputs import RuntimeEntry, classified, runtime_table
 from compiler.loader import Document, Source, iter_source
-from compiler.resolve import RUNTIME_KINDS, RuntimeKey, runtime_key, wanted_key
+from compiler.resolve import RuntimeKey, runtime_key, wanted_key
 from compiler.validate import cel, quirks, schema, webhook
 
 Obj = dict[str, Any]
@@ -168,18 +168,13 @@ def validate_stream(sources: Sequence[Source], builtin: Sequence[Document] = (),
     table, notes = runtime_table(sources, builtin)
     yield from notes
     validator = Validator(table, _previous(previous))
-    for source in sources:
-        for doc in iter_source(source):
-            if isinstance(doc, Diagnostic):
-                yield doc
-                continue
-            kind = kind_of(doc)
-            if isinstance(kind, Diagnostic):
-                yield kind
-            elif kind == "TrainJob":
-                yield from validator.trainjob(doc)
-            elif kind in RUNTIME_KINDS and runtime_key(doc.data) in table:
-                yield from validator.runtime(doc).diagnostics
+    for item in classified(sources):
+        if isinstance(item, Diagnostic):
+            yield item
+        elif item[1] == "TrainJob":
+            yield from validator.trainjob(item[0])
+        elif runtime_key(item[0].data) in table:
+            yield from validator.runtime(item[0]).diagnostics
 
 
 def _previous(sources: Sequence[Source]) -> dict[ObjectKey, Obj]:

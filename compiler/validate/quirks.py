@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from compiler.context import ANCESTOR_LABEL, NODE, TRAINER
+from compiler.data import get_path
 from compiler.diagnostics import Diagnostic, Path, Severity
 from compiler.plugins.base import TRAINER_PORT
 from compiler.plugins.torch import TUNE_ENTRYPOINT
@@ -89,7 +90,7 @@ def _gpu_ignored(trainjob: Obj, runtime: Obj) -> Iterator[Diagnostic]:
     gpus = gpu_count(base)
     if gpus == 0:
         return
-    effect = _gpu_effect(trainer, _dict(_get(runtime, "spec", "mlPolicy")), gpus)
+    effect = _gpu_effect(trainer, _dict(get_path(runtime, "spec", "mlPolicy")), gpus)
     if effect is None:
         return
     name = _gpu_name(base)
@@ -126,7 +127,7 @@ def _zero_nodes(trainjob: Obj, runtime: Obj) -> Iterator[Diagnostic]:
     trainer = _trainer(trainjob)
     if trainer is None or trainer.get("numNodes") != 0 or isinstance(trainer["numNodes"], bool):
         return
-    mpi = _get(runtime, "spec", "mlPolicy", "mpi")
+    mpi = get_path(runtime, "spec", "mlPolicy", "mpi")
     if isinstance(mpi, dict) and mpi.get("runLauncherAsNode") is True:
         return  # upstream gives the node job max(numNodes-1, 1) pods
     yield _warning(
@@ -138,7 +139,7 @@ def _zero_nodes(trainjob: Obj, runtime: Obj) -> Iterator[Diagnostic]:
 
 def _two_gang_schedulers(trainjob: Obj, runtime: Obj) -> Iterator[Diagnostic]:
     """§8-B11: nothing stops coscheduling and volcano from being set together."""
-    policy = _dict(_get(runtime, "spec", "podGroupPolicy"))
+    policy = _dict(get_path(runtime, "spec", "podGroupPolicy"))
     if isinstance(policy.get("coscheduling"), dict) and isinstance(policy.get("volcano"), dict):
         yield _warning(
             "TJC-QUIRK-TWO-GANG-SCHEDULERS",
@@ -172,7 +173,7 @@ def _resources_ignored(trainjob: Obj, runtime: Obj) -> Iterator[Diagnostic]:
     trainer = _trainer(trainjob)
     if trainer is None or not isinstance(trainer.get("resourcesPerNode"), dict):
         return
-    if isinstance(_get(runtime, "spec", "mlPolicy"), dict):
+    if isinstance(get_path(runtime, "spec", "mlPolicy"), dict):
         return
     yield _warning(
         "TJC-QUIRK-RESOURCES-IGNORED",
@@ -191,17 +192,17 @@ _RULES = (_no_trainer, _jax_env_override, _gpu_ignored, _zero_nodes, _two_gang_s
 
 def _frameworks(runtime: Obj) -> list[str]:
     """The mlPolicy frameworks the runtime sets."""
-    policy = _dict(_get(runtime, "spec", "mlPolicy"))
+    policy = _dict(get_path(runtime, "spec", "mlPolicy"))
     return [k for k in ("torch", "mpi", "jax", "xgboost", "flux")
             if isinstance(policy.get(k), dict)]
 
 
 def _trainer_container(runtime: Obj) -> tuple[Path, Obj] | None:
     """The first `node` container of the first trainer-ancestor job, with its path."""
-    for i, rjob in enumerate(_list(_get(runtime, *RUNTIME_JOBS))):
-        if _dict(_get(rjob, "template", "metadata", "labels")).get(ANCESTOR_LABEL) != TRAINER:
+    for i, rjob in enumerate(_list(get_path(runtime, *RUNTIME_JOBS))):
+        if _dict(get_path(rjob, "template", "metadata", "labels")).get(ANCESTOR_LABEL) != TRAINER:
             continue
-        for k, container in enumerate(_list(_get(rjob, *POD_SPEC, "containers"))):
+        for k, container in enumerate(_list(get_path(rjob, *POD_SPEC, "containers"))):
             if container.get("name") == NODE:
                 return (*RUNTIME_JOBS, i, *POD_SPEC, "containers", k), container
         return None
@@ -211,11 +212,11 @@ def _trainer_container(runtime: Obj) -> tuple[Path, Obj] | None:
 def _runtime_node_resources(runtime: Obj) -> Obj:
     """`ExtractResourcePerNodeFromRuntime`: the first `node` container of the first job named
     `node` or of trainer ancestry (its resources are never nil after the typed round trip)."""
-    for rjob in _list(_get(runtime, *RUNTIME_JOBS)):
-        labels = _dict(_get(rjob, "template", "metadata", "labels"))
+    for rjob in _list(get_path(runtime, *RUNTIME_JOBS)):
+        labels = _dict(get_path(rjob, "template", "metadata", "labels"))
         if rjob.get("name") != NODE and labels.get(ANCESTOR_LABEL) != TRAINER:
             continue
-        for container in _list(_get(rjob, *POD_SPEC, "containers")):
+        for container in _list(get_path(rjob, *POD_SPEC, "containers")):
             if container.get("name") == NODE:
                 return _dict(container.get("resources"))
     return {}
@@ -234,7 +235,7 @@ def _gpu_name(resources: Obj) -> str:
 
 
 def _trainer(trainjob: Obj) -> Obj | None:
-    trainer = _get(trainjob, "spec", "trainer")
+    trainer = get_path(trainjob, "spec", "trainer")
     return trainer if isinstance(trainer, dict) else None
 
 
@@ -244,11 +245,3 @@ def _dict(value: Any) -> Obj:
 
 def _list(value: Any) -> list[Obj]:
     return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
-
-
-def _get(obj: Any, *keys: str | int) -> Any:
-    for key in keys:
-        if not isinstance(obj, dict):
-            return None
-        obj = obj.get(key)
-    return obj

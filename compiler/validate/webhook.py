@@ -43,7 +43,7 @@ from typing import Any
 
 from compiler import typed
 from compiler.context import ANCESTOR_LABEL, NODE, Context, build_context
-from compiler.data import fast_copy
+from compiler.data import fast_copy, get_path
 from compiler.defaults import canonicalize_quantities, default_in_place, quantity_tree
 from compiler.diagnostics import Diagnostic, Path, Severity, error
 from compiler.errors import TjcError
@@ -269,16 +269,16 @@ def _flux(job: _Input) -> Iterator[Diagnostic]:
 
 def _init_container_source(job: _Input, rjob_name: str, name: str) -> tuple[str, Path]:
     """Where an init container of a job comes from: the runtime template, else a patch."""
-    for i, rjob in enumerate(_list(_get(job.runtime, *RUNTIME_JOBS))):
+    for i, rjob in enumerate(_list(get_path(job.runtime, *RUNTIME_JOBS))):
         if rjob.get("name") != rjob_name:
             continue
-        for k, container in enumerate(_list(_get(rjob, *POD_SPEC, "initContainers"))):
+        for k, container in enumerate(_list(get_path(rjob, *POD_SPEC, "initContainers"))):
             if container.get("name") == name:
                 return "runtime", (*RUNTIME_JOBS, i, *POD_SPEC, "initContainers", k)
     for i, j, pjob in _patch_jobs(job.trainjob):
         if pjob.get("name") != rjob_name:
             continue
-        for k, container in enumerate(_list(_get(pjob, *POD_SPEC, "initContainers"))):
+        for k, container in enumerate(_list(get_path(pjob, *POD_SPEC, "initContainers"))):
             if container.get("name") == name:
                 return "trainjob", (*PATCHES, i, *PATCH_JOBS, j, *POD_SPEC, "initContainers", k)
     return "trainjob", ("spec", "trainer")
@@ -304,7 +304,7 @@ def _annotation_source(job: _Input, key: str) -> tuple[str, Path]:
     """The last runtime patch that sets a JobSet template annotation, else the runtime."""
     where: tuple[str, Path] = ("runtime", ("spec", "template", "metadata", "annotations", key))
     for i, patch in enumerate(_list(job.spec.get("runtimePatches"))):
-        meta = _get(patch, "trainingRuntimeSpec", "template", "metadata", "annotations")
+        meta = get_path(patch, "trainingRuntimeSpec", "template", "metadata", "annotations")
         if isinstance(meta, dict) and key in meta:
             where = ("trainjob", (*PATCHES, i, "trainingRuntimeSpec", "template", "metadata",
                                   "annotations", key))
@@ -436,7 +436,7 @@ def _container_names(spec: Obj) -> dict[str, set[str]]:
     """Container and init container names per replicatedJob name."""
     out: dict[str, set[str]] = {}
     for rjob in _list(spec.get("replicatedJobs")):
-        pod = _dict(_get(rjob, *POD_SPEC))
+        pod = _dict(get_path(rjob, *POD_SPEC))
         out[str(rjob.get("name", ""))] = {
             str(c.get("name")) for key in ("initContainers", "containers")
             for c in _list(pod.get(key))}
@@ -463,7 +463,7 @@ def _has_initializer_mount(spec: Obj, name: str) -> bool:
     for rjob in _list(spec.get("replicatedJobs")):
         if rjob.get("name") != name:
             continue
-        for container in _list(_get(rjob, *POD_SPEC, "containers")):
+        for container in _list(get_path(rjob, *POD_SPEC, "containers")):
             if container.get("name") == name and any(
                     m.get("name") == INITIALIZER_VOLUME for m in _list(
                         container.get("volumeMounts"))):
@@ -474,7 +474,7 @@ def _has_initializer_mount(spec: Obj, name: str) -> bool:
 def _patches(job: _Input) -> Iterator[Diagnostic]:
     """Patch managers, and the jobs and containers patches name (against the runtime's own
     template; see the module docstring)."""
-    names = _container_names(_dict(_get(job.runtime, "spec", "template", "spec")))
+    names = _container_names(_dict(get_path(job.runtime, "spec", "template", "spec")))
     for i, patch in enumerate(_list(job.spec.get("runtimePatches"))):
         yield from _manager(str(patch.get("manager", "")), (*PATCHES, i, "manager"))
     for i, j, pjob in _patch_jobs(job.trainjob):
@@ -485,15 +485,15 @@ def _patches(job: _Input) -> Iterator[Diagnostic]:
             yield _new_in_patch("TJC-QUIRK-PATCH-NEW-JOB", f"replicated job {_q(rjob_name)}",
                                 "the runtime job template", (*path, "name"))
             continue
-        pod = _get(pjob, *POD_SPEC)
+        pod = get_path(pjob, *POD_SPEC)
         if isinstance(pod, dict):
             yield from _patch_containers(pod, containers, rjob_name, (*path, *POD_SPEC))
 
 
 def _patch_jobs(trainjob: Obj) -> Iterator[tuple[int, int, Obj]]:
     """(patch index, job index, job patch) for every replicatedJob of every runtime patch."""
-    for i, patch in enumerate(_list(_get(trainjob, "spec", "runtimePatches"))):
-        for j, pjob in enumerate(_list(_get(patch, *PATCH_JOBS))):
+    for i, patch in enumerate(_list(get_path(trainjob, "spec", "runtimePatches"))):
+        for j, pjob in enumerate(_list(get_path(patch, *PATCH_JOBS))):
             yield i, j, pjob
 
 
@@ -601,8 +601,8 @@ _TRAINJOB_RULES = (_flux, _volcano, _mpi, _torch, _jobset, _xgboost)
 
 def _replicated_jobs(runtime: Obj) -> Iterator[Diagnostic]:
     """`validateReplicatedJobs`: jobs of a known ancestor have one replica and their container."""
-    for i, rjob in enumerate(_list(_get(runtime, *RUNTIME_JOBS))):
-        labels = _get(rjob, "template", "metadata", "labels")
+    for i, rjob in enumerate(_list(get_path(runtime, *RUNTIME_JOBS))):
+        labels = get_path(rjob, "template", "metadata", "labels")
         ancestor = labels.get(ANCESTOR_LABEL) if isinstance(labels, dict) else None
         if ancestor not in ANCESTOR_CONTAINERS:
             continue
@@ -613,7 +613,7 @@ def _replicated_jobs(runtime: Obj) -> Iterator[Diagnostic]:
                         f"replicas is {replicas}: always must be 1", (*path, "replicas"),
                         subject="runtime")
         wanted = ANCESTOR_CONTAINERS[ancestor]
-        if not any(c.get("name") == wanted for c in _list(_get(rjob, *POD_SPEC, "containers"))):
+        if not any(c.get("name") == wanted for c in _list(get_path(rjob, *POD_SPEC, "containers"))):
             yield error("TJC-WEBHOOK-RUNTIME-CONTAINER",
                         f"must contain the required container for the ancestor: {ancestor} "
                         f"(a container named {wanted})", (*path, *POD_SPEC, "containers"),
@@ -633,14 +633,6 @@ def _list(value: Any) -> list[Obj]:
 
 def _strings(value: Any) -> list[str]:
     return [str(v) for v in value] if isinstance(value, list) else []
-
-
-def _get(obj: Any, *keys: str | int) -> Any:
-    for key in keys:
-        if not isinstance(obj, dict):
-            return None
-        obj = obj.get(key)
-    return obj
 
 
 def _q(value: str) -> str:
