@@ -161,6 +161,12 @@ def owner_references(ctx: Context) -> list[Obj]:
              "name": ctx.name, "uid": uid, "controller": True, "blockOwnerDeletion": True}]
 
 
+def owned_object(ctx: Context, api_version: str, kind: str, name: str, **fields: Any) -> Obj:
+    """An object the TrainJob owns: apiVersion, kind, metadata (`object_metadata`), fields."""
+    return {"apiVersion": api_version, "kind": kind, "metadata": object_metadata(ctx, name),
+            **fields}
+
+
 def object_metadata(ctx: Context, name: str) -> Obj:
     """Metadata of an object owned by the TrainJob: name, namespace, ownerReferences."""
     meta: Obj = {"name": name}

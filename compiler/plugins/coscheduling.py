@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from compiler.context import Context
-from compiler.plugins.base import PluginResult, PluginSpec, SetPodMetadata, object_metadata
+from compiler.plugins.base import PluginResult, PluginSpec, SetPodMetadata, owned_object
 from compiler.resources import pod_group_totals
 
 Obj = dict[str, Any]
@@ -39,9 +39,8 @@ def build(ctx: Context) -> PluginResult:
     members, resources = pod_group_totals(ctx.pod_sets)
     spec = {"minMember": members, "minResources": resources,
             "scheduleTimeoutSeconds": (_policy(ctx) or {}).get("scheduleTimeoutSeconds", 60)}
-    return PluginResult(objects=({"apiVersion": "scheduling.x-k8s.io/v1alpha1",
-                                  "kind": "PodGroup", "metadata": object_metadata(ctx, ctx.name),
-                                  "spec": spec},))
+    return PluginResult(objects=(owned_object(ctx, "scheduling.x-k8s.io/v1alpha1", "PodGroup",
+                                              ctx.name, spec=spec),))
 
 
 PLUGIN = PluginSpec(

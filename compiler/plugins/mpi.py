@@ -28,7 +28,7 @@ from compiler.plugins.base import (
     UpsertMounts,
     UpsertVolumes,
     ml_policy_has,
-    object_metadata,
+    owned_object,
 )
 from compiler.resources import gpu_count, int32, node_resources
 
@@ -134,10 +134,10 @@ def build(ctx: Context) -> PluginResult:
 def _secret(ctx: Context, name: str) -> Obj:
     assert ctx.options.ssh_keys is not None
     keys = ctx.options.ssh_keys(ctx.namespace, ctx.name)
-    return {"apiVersion": "v1", "kind": "Secret", "metadata": object_metadata(ctx, name),
-            "type": "kubernetes.io/ssh-auth", "immutable": True, "data": {
-                "ssh-privatekey": base64.b64encode(keys.private_pem).decode(),
-                "ssh-publickey": base64.b64encode(keys.public_key).decode()}}
+    return owned_object(ctx, "v1", "Secret", name, type="kubernetes.io/ssh-auth",
+                        immutable=True, data={
+                            "ssh-privatekey": base64.b64encode(keys.private_pem).decode(),
+                            "ssh-publickey": base64.b64encode(keys.public_key).decode()})
 
 
 def hostfile_text(ctx: Context) -> str:
@@ -155,9 +155,8 @@ def hostfile_text(ctx: Context) -> str:
 
 
 def _hostfile(ctx: Context) -> Obj:
-    return {"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": object_metadata(ctx, f"{ctx.name}-mpi-hostfile"),
-            "data": {"hostfile": hostfile_text(ctx)}}
+    return owned_object(ctx, "v1", "ConfigMap", f"{ctx.name}-mpi-hostfile",
+                        data={"hostfile": hostfile_text(ctx)})
 
 
 PLUGIN = PluginSpec(

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from compiler.context import Context
-from compiler.plugins.base import PluginResult, PluginSpec, SetPodMetadata, object_metadata
+from compiler.plugins.base import PluginResult, PluginSpec, SetPodMetadata, owned_object
 from compiler.resources import pod_group_totals
 
 Obj = dict[str, Any]
@@ -50,9 +50,8 @@ def build(ctx: Context) -> PluginResult:
     if isinstance(topology, dict):
         spec["networkTopology"] = {"mode": topology.get("mode", "hard"),
                                    "highestTierAllowed": topology.get("highestTierAllowed", 1)}
-    return PluginResult(objects=({"apiVersion": "scheduling.volcano.sh/v1beta1",
-                                  "kind": "PodGroup", "metadata": object_metadata(ctx, ctx.name),
-                                  "spec": spec},))
+    return PluginResult(objects=(owned_object(ctx, "scheduling.volcano.sh/v1beta1", "PodGroup",
+                                              ctx.name, spec=spec),))
 
 
 PLUGIN = PluginSpec(
