@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 UPSTREAM ?= ../shared/upstream
 
-.PHONY: setup test lint typecheck unit golden bench schemas schemas-check render clean
+.PHONY: setup test lint typecheck unit golden bench schemas schemas-check gofacts render clean
 
 setup: $(VENV)/.installed
 
@@ -32,6 +32,10 @@ schemas-check: setup
 
 schemas: setup
 	$(BIN)/python -m schemas.generate $(UPSTREAM)
+
+# Facts about Go's JSON encoding of the JobSet types, from the pinned Go modules (needs Go).
+gofacts:
+	cd schemas/gotypes && GOFLAGS=-mod=mod go run . > ../../compiler/_go_facts.py
 
 golden: setup
 	TJC_UPDATE_GOLDEN=1 $(BIN)/python -m pytest -q tests/test_golden.py

@@ -196,12 +196,8 @@ def merge_patches(spec: Obj, patches: list[Obj]) -> Obj:
 
 def _typed_patch(pspec: Obj) -> Obj:
     """The patch as Go's JSON encoding of `JobSetSpecPatch` would give it."""
-    out = typed.finalize(pspec)
+    out = typed.patch_spec(pspec)
     canonicalize_quantities(out, _patch_quantities())
-    for rjob in out.get("replicatedJobs") or []:
-        pod = (((rjob.get("template") or {}).get("spec") or {}).get("template") or {}).get("spec")
-        if isinstance(pod, dict):
-            typed.patch_pod_spec(pod)
     return out
 
 
