@@ -1,0 +1,1 @@
+"""Schema generation for trainjob-compiler: `python -m schemas.generate` (see generate.py)."""
