@@ -97,8 +97,8 @@ class _Walk:
 
     def mapping(self, value: dict[str, Any], tree: dict[str, Any], path: Path) -> Any:
         props, extra = tree.get("p"), tree.get("a")
-        if tree.get("x") or (props is None and extra is None):
-            return copy_without_nulls(value)
+        if tree.get("x") or (props is None and extra is None and path == ("metadata",)):
+            return copy_without_nulls(value)  # the API server checks ObjectMeta itself
         props = props or {}
         out: dict[str, Any] = {}
         for name, item in value.items():
