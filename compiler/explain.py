@@ -128,8 +128,26 @@ class Explainer:
         if obj["metadata"].get("ownerReferences"):
             yield Entry(("metadata", "ownerReferences"), "TrainJob controller reference",
                         "trainJob metadata.uid", (self.tj, ("metadata", "uid")))
+        yield from self._propagated(obj["metadata"])
         base = self.prepared.spec
         yield from self._spec_entries(base, obj["spec"], ("spec",))
+
+    def _propagated(self, metadata: Obj) -> Iterator[Entry]:
+        """JobSet labels/annotations: the last runtime patch that sets a key, else the
+        runtime template's metadata."""
+        for field in ("labels", "annotations"):
+            for key, value in sorted((metadata.get(field) or {}).items()):
+                source: tuple[Document, Path] = (
+                    self.runtime, ("spec", "template", "metadata", field, key))
+                who = f"runtime spec.template.metadata.{field}"
+                for i, patch in enumerate(runtime_patches(self.trainjob)):
+                    path: Path = ("spec", "runtimePatches", i, "trainingRuntimeSpec",
+                                  "template", "metadata", field, key)
+                    if get_path(self.trainjob, *path) is not None:
+                        source = (self.tj, path)
+                        who = f"trainJob spec.runtimePatches[{i}] (manager " \
+                              f"{patch.get('manager', '')})"
+                yield Entry(("metadata", field, key), value, who, source)
 
     def _spec_entries(self, base: Any, final: Any, path: Path) -> Iterator[Entry]:
         if isinstance(final, dict) and final and (isinstance(base, dict) or base is None):
