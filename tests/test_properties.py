@@ -161,3 +161,20 @@ def test_framework_env_agrees_with_counts(pair: tuple[Obj, Obj]) -> None:
     key = {"torch": "PET_NNODES", "jax": "JAX_NUM_PROCESSES", "xgboost": "DMLC_NUM_WORKER"}
     framework = next(k for k in key if k in policy)
     assert env[key[framework]] == str(count)
+
+
+def _reversed_keys(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _reversed_keys(value[k]) for k in reversed(list(value))}
+    if isinstance(value, list):
+        return [_reversed_keys(v) for v in value]
+    return value
+
+
+@given(st.one_of(job_and_runtime(), framework_pair()))
+def test_same_bytes_whatever_the_input_key_order(pair: tuple[Obj, Obj]) -> None:
+    tj, rt = pair
+    first = compile_trainjob(tj, rt)
+    second = compile_trainjob(_reversed_keys(tj), _reversed_keys(rt))
+    assert emit.yaml_stream(list(first.objects)) == emit.yaml_stream(list(second.objects))
+    assert [d.text() for d in first.diagnostics] == [d.text() for d in second.diagnostics]
