@@ -202,6 +202,19 @@ CASES = [
          path=(*PATCH_POD, "containers", 0, "env"),
          message="must not have envs for the dataset-initializer, model-initializer, node "
                  "containers"),
+    # upstream checks the merged template, where a patched-in container exists: its env is
+    # refused even though the container (or its whole job) is new
+    Case("patch-env-on-new-initializer-container", "TJC-WEBHOOK-PATCH-ENV",
+         patch({"containers": [{"name": "model-initializer", "env": [{"name": "A",
+                                                                       "value": "1"}]}]}),
+         path=(*PATCH_POD, "containers", 0, "env"),
+         message="must not have envs for the dataset-initializer, model-initializer, node",
+         extra=("TJC-QUIRK-PATCH-NEW-CONTAINER",)),
+    Case("patch-env-on-node-of-new-job", "TJC-WEBHOOK-PATCH-ENV",
+         patch({"containers": [{"name": "node", "env": [{"name": "A", "value": "1"}]}]},
+               job="extra"),
+         message="must not have envs for the dataset-initializer, model-initializer, node",
+         extra=("TJC-QUIRK-PATCH-NEW-JOB",)),
     Case("patch-env-on-sidecar", "TJC-WEBHOOK-PATCH-ENV",
          patch({"containers": [{"name": "proxy", "env": [{"name": "PORT", "value": "80"}]}]}),
          edits=(put((*NODE_POD, "containers", 1), {"name": "proxy", "image": "envoy"}),),

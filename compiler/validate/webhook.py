@@ -481,11 +481,13 @@ def _patches(job: _Input) -> Iterator[Diagnostic]:
         path: Path = (*PATCHES, i, *PATCH_JOBS, j)
         rjob_name = str(pjob.get("name", ""))
         containers = names.get(rjob_name)
+        pod = get_path(pjob, *POD_SPEC)
         if containers is None:
             yield _new_in_patch("TJC-QUIRK-PATCH-NEW-JOB", f"replicated job {_q(rjob_name)}",
                                 "the runtime job template", (*path, "name"))
-            continue
-        pod = get_path(pjob, *POD_SPEC)
+            # after the merge the new job holds exactly the patch's containers
+            containers = {str(c.get("name", "")) for key in ("initContainers", "containers")
+                          for c in _list(_dict(pod).get(key))}
         if isinstance(pod, dict):
             yield from _patch_containers(pod, containers, rjob_name, (*path, *POD_SPEC))
 
@@ -519,7 +521,7 @@ def _patch_containers(pod: Obj, containers: set[str], rjob_name: str,
         if name not in containers:
             yield _new_in_patch("TJC-QUIRK-PATCH-NEW-CONTAINER", f"container {_q(name)}",
                                 f"the runtime job {rjob_name}", (*path, "containers", k))
-        elif container.get("env") and name in PATCH_ENV_CONTAINERS:
+        if container.get("env") and name in PATCH_ENV_CONTAINERS:
             yield error("TJC-WEBHOOK-PATCH-ENV",
                         f"must not have envs for the {DATASET_INITIALIZER}, {MODEL_INITIALIZER}, "
                         f"{NODE} containers; set them in spec.trainer.env or "
