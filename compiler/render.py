@@ -78,6 +78,15 @@ def render_documents(docs: Sequence[Document], builtin: Sequence[Document] = ()
     return result
 
 
+def _defaulted_ref(data: dict[str, Any]) -> dict[str, Any]:
+    """Just enough of a TrainJob, defaulted, to resolve its runtime."""
+    meta, spec = data.get("metadata"), data.get("spec")
+    ref = spec.get("runtimeRef") if isinstance(spec, dict) else None
+    return apply_defaults("TrainJob", {"metadata": meta if isinstance(meta, dict) else {},
+                                       "spec": {"runtimeRef": ref if isinstance(ref, dict)
+                                                else {}}})
+
+
 def render_one(tj: Document, table: dict[RuntimeKey, RuntimeEntry],
                validator: Validator | None, options: CompileOptions | None = None) -> JobResult:
     """Validate, then (when valid) resolve and compile one TrainJob, with located diagnostics."""
@@ -87,10 +96,7 @@ def render_one(tj: Document, table: dict[RuntimeKey, RuntimeEntry],
         result.diagnostics, checked = validator.check_trainjob(tj)
     if has_errors(result.diagnostics):
         return result
-    raw_meta, raw_spec = tj.data.get("metadata"), tj.data.get("spec")
-    key = wanted_key(apply_defaults("TrainJob", {
-        "metadata": raw_meta if isinstance(raw_meta, dict) else {},
-        "spec": raw_spec if isinstance(raw_spec, dict) else {}}))
+    key = wanted_key(checked if checked is not None else _defaulted_ref(tj.data))
     if isinstance(key, Diagnostic):
         result.diagnostics.append(key.at(tj.locate(key.path)))
         return result
