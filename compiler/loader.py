@@ -1,11 +1,11 @@
 """Read YAML and JSON inputs into plain dicts that remember where they came from.
 
-`load_paths` takes files, folders (searched recursively for .yaml/.yml/.json) and `-` (stdin)
-and returns the documents with their `Source`. Loading is safe (libyaml's safe loader, no
-tags that build objects), bounded (file size, alias expansion), and strict about duplicate
-keys. Source positions are computed only when a diagnostic needs them: `Document.locate`
-re-composes the file once and maps field paths to `file:line:col`. An edge module: the only
-one besides the CLI that touches files.
+`read_sources` takes files, folders (searched recursively for .yaml/.yml/.json) and `-` (stdin);
+`iter_source`/`parse_source` turn each into documents that remember their `Source`. Loading is
+safe (libyaml's safe loader, no tags that build objects), bounded (file size, alias
+expansion), and strict about duplicate keys. Source positions are computed only when a
+diagnostic needs them: `Document.locate` re-composes the file once and maps field paths to
+`file:line:col`. An edge module: the only one besides the CLI that touches files.
 """
 
 from __future__ import annotations
@@ -254,14 +254,3 @@ def expand_paths(paths: Sequence[str]) -> Iterator[str]:
 def read_sources(paths: Sequence[str]) -> list[Source]:
     """Read every input file; a missing or unreadable path raises InputError."""
     return [read_source(path) for path in expand_paths(paths)]
-
-
-def load_paths(paths: Sequence[str]) -> tuple[list[Document], list[Diagnostic]]:
-    """Load every input; a missing path raises InputError, bad content is a diagnostic."""
-    docs: list[Document] = []
-    problems: list[Diagnostic] = []
-    for source in read_sources(paths):
-        found, bad = parse_source(source)
-        docs.extend(found)
-        problems.extend(bad)
-    return docs, problems

@@ -4,7 +4,8 @@ Two passes: the first collects the runtimes (`compiler.inputs`); the second stre
 source's documents and, for every TrainJob as it comes, validates it (`compiler.validation`:
 an invalid TrainJob gets no objects) and compiles it, so memory stays flat however many
 TrainJobs a stream holds. Every diagnostic's field path becomes the `file:line:col` of the
-document it is about. Called by the CLI; also the library API for whole folders.
+document it is about. Called by the CLI; also the library API for whole folders
+(`render_stream`).
 """
 
 from __future__ import annotations
@@ -39,14 +40,6 @@ class JobResult:
         return f"{meta.get('namespace') or 'default'}/{meta.get('name', '')}"
 
 
-@dataclass
-class RenderResult:
-    """Every TrainJob's result plus the problems not tied to one TrainJob."""
-
-    jobs: list[JobResult]
-    diagnostics: list[Diagnostic]
-
-
 def render_stream(sources: Sequence[Source], builtin: Sequence[Document] = (),
                   options: CompileOptions | None = None, *, validate: bool = True
                   ) -> Iterator[JobResult | Diagnostic]:
@@ -63,19 +56,6 @@ def render_stream(sources: Sequence[Source], builtin: Sequence[Document] = (),
             yield render_one(item[0], table, validator, options)
         elif validator is not None:
             yield from validator.runtime(item[0]).diagnostics
-
-
-def render_documents(docs: Sequence[Document], builtin: Sequence[Document] = ()
-                     ) -> RenderResult:
-    """Render already-loaded documents (each source is read again from its text)."""
-    sources = list({id(doc.source): doc.source for doc in docs}.values())
-    result = RenderResult([], [])
-    for item in render_stream(sources, builtin):
-        if isinstance(item, JobResult):
-            result.jobs.append(item)
-        else:
-            result.diagnostics.append(item)
-    return result
 
 
 def _defaulted_ref(data: dict[str, Any]) -> dict[str, Any]:

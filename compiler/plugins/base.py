@@ -121,6 +121,12 @@ class PluginSpec:
     policy: str = ""
 
 
+def pod_group_policy(ctx: Context, key: str) -> Obj | None:
+    """The runtime's `podGroupPolicy.<key>` (coscheduling, volcano), or None."""
+    policy = (ctx.pod_group_policy or {}).get(key)
+    return policy if isinstance(policy, dict) else None
+
+
 def ml_policy_has(ctx: Context, key: str) -> bool:
     """True when the runtime's mlPolicy sets `key` (torch, mpi, jax, xgboost, flux)."""
     return ctx.ml_policy is not None and ctx.ml_policy.get(key) is not None

@@ -12,21 +12,22 @@ from __future__ import annotations
 from typing import Any
 
 from compiler.context import Context
-from compiler.plugins.base import PluginResult, PluginSpec, SetPodMetadata, owned_object
+from compiler.plugins.base import (
+    PluginResult,
+    PluginSpec,
+    SetPodMetadata,
+    owned_object,
+    pod_group_policy,
+)
 from compiler.resources import pod_group_totals
 
 Obj = dict[str, Any]
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 
 
-def _policy(ctx: Context) -> Obj | None:
-    policy = (ctx.pod_group_policy or {}).get("coscheduling")
-    return policy if isinstance(policy, dict) else None
-
-
 def active(ctx: Context) -> bool:
     """Only for runtimes whose podGroupPolicy sets coscheduling."""
-    return _policy(ctx) is not None
+    return pod_group_policy(ctx, "coscheduling") is not None
 
 
 def enforce(ctx: Context) -> PluginResult:
@@ -37,8 +38,9 @@ def enforce(ctx: Context) -> PluginResult:
 def build(ctx: Context) -> PluginResult:
     """The PodGroup."""
     members, resources = pod_group_totals(ctx.pod_sets)
+    policy = pod_group_policy(ctx, "coscheduling") or {}
     spec = {"minMember": members, "minResources": resources,
-            "scheduleTimeoutSeconds": (_policy(ctx) or {}).get("scheduleTimeoutSeconds", 60)}
+            "scheduleTimeoutSeconds": policy.get("scheduleTimeoutSeconds", 60)}
     return PluginResult(objects=(owned_object(ctx, "scheduling.x-k8s.io/v1alpha1", "PodGroup",
                                               ctx.name, spec=spec),))
 

@@ -12,7 +12,13 @@ from __future__ import annotations
 from typing import Any
 
 from compiler.context import Context
-from compiler.plugins.base import PluginResult, PluginSpec, SetPodMetadata, owned_object
+from compiler.plugins.base import (
+    PluginResult,
+    PluginSpec,
+    SetPodMetadata,
+    owned_object,
+    pod_group_policy,
+)
 from compiler.resources import pod_group_totals
 
 Obj = dict[str, Any]
@@ -20,14 +26,9 @@ GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
 QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 
 
-def _policy(ctx: Context) -> Obj | None:
-    policy = (ctx.pod_group_policy or {}).get("volcano")
-    return policy if isinstance(policy, dict) else None
-
-
 def active(ctx: Context) -> bool:
     """Only for runtimes whose podGroupPolicy sets volcano."""
-    return _policy(ctx) is not None
+    return pod_group_policy(ctx, "volcano") is not None
 
 
 def enforce(ctx: Context) -> PluginResult:
@@ -46,7 +47,7 @@ def build(ctx: Context) -> PluginResult:
         priority = rjob["template"]["spec"]["template"]["spec"].get("priorityClassName")
         if priority is not None:
             spec["priorityClassName"] = priority
-    topology = (_policy(ctx) or {}).get("networkTopology")
+    topology = (pod_group_policy(ctx, "volcano") or {}).get("networkTopology")
     if isinstance(topology, dict):
         spec["networkTopology"] = {"mode": topology.get("mode", "hard"),
                                    "highestTierAllowed": topology.get("highestTierAllowed", 1)}
