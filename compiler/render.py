@@ -56,9 +56,13 @@ def render_stream(sources: Sequence[Source], builtin: Sequence[Document] = (),
         if isinstance(item, Diagnostic):
             yield item
         elif item[1] == "TrainJob":
-            yield render_one(item[0], table, validator, options)
+            result = render_one(item[0], table, validator, options)
+            if policies is not None:
+                result.diagnostics = policies.once(result.diagnostics)
+            yield result
         elif validator is not None:
-            yield from validator.runtime(item[0]).diagnostics
+            found = validator.runtime(item[0]).diagnostics
+            yield from found if policies is None else policies.once(found)
 
 
 def _defaulted_ref(data: dict[str, Any]) -> dict[str, Any]:

@@ -158,7 +158,7 @@ class Validator:
         found = list(checked.diagnostics)
         if entry is None:
             found += _elsewhere(key, self.table)
-        if rt is not None and has_errors(rt.diagnostics):
+        if rt is not None and has_errors(d for d in rt.diagnostics if d.subject != "policy"):
             found.append(error("TJC-RUNTIME-INVALID", f"{key.kind} {key.name} has errors (reported "
                                "at the runtime); a cluster would not hold it, so this TrainJob "
                                "cannot run", ("spec", "runtimeRef")))
@@ -184,10 +184,7 @@ class Validator:
     def trainjob_with_policies(self, doc: Document) -> list[Diagnostic]:
         """`trainjob`, then (when valid) the policies of the JobSet it compiles to."""
         found, data = self.check_trainjob(doc)
-        if self.policies is None or has_errors(found):
-            return found
-        key = wanted_key(data)
-        entry = None if isinstance(key, Diagnostic) else self.table.get(key)
+        entry = self._policy_entry(found, data)
         if entry is None:
             return found
         compiled = compile_defaulted(data, entry.get())
@@ -195,22 +192,65 @@ class Validator:
             return found
         return found + self.compiled(doc, data, compiled.objects)
 
+    def _policy_entry(self, found: list[Diagnostic], data: Obj) -> RuntimeEntry | None:
+        """The runtime of a valid TrainJob whose JobSet the policies are to check."""
+        if self.policies is None or has_errors(found):
+            return None
+        key = wanted_key(data)
+        return None if isinstance(key, Diagnostic) else self.table.get(key)
+
 
 def validate_stream(sources: Sequence[Source], builtin: Sequence[Document] = (),
                     previous: Sequence[Source] = (),
                     policies: PolicyChecker | None = None) -> Iterator[Diagnostic]:
     """Every diagnostic of every input, in input order; runtimes' own problems once each.
-    With `policies`, each valid TrainJob is also compiled and its JobSet checked."""
+    With `policies`, each valid TrainJob is also compiled and its JobSet checked (on a large
+    input by a worker process, in parallel with the rest)."""
     table, notes = runtime_table(sources, builtin)
     yield from notes
     validator = Validator(table, _previous(previous), policies)
+    worker = None if policies is None else policies.start_worker(sources)
+    if worker is None:
+        for item in classified(sources):
+            yield from _once(policies, _validate_item(validator, item))
+        return
+    pending: list[list[Diagnostic] | tuple[Document, list[Diagnostic], RuntimeEntry]] = []
     for item in classified(sources):
-        if isinstance(item, Diagnostic):
-            yield item
-        elif item[1] == "TrainJob":
-            yield from validator.trainjob_with_policies(item[0])
-        elif runtime_key(item[0].data) in table:
-            yield from validator.runtime(item[0]).diagnostics
+        if isinstance(item, tuple) and item[1] == "TrainJob":
+            found, data = validator.check_trainjob(item[0])
+            entry = validator._policy_entry(found, data)
+            if entry is not None:
+                worker.submit(item[0], data, entry)
+            pending.append(found if entry is None else (item[0], found, entry))
+        else:
+            pending.append(_validate_item(validator, item))
+    assert policies is not None
+    ok = worker.wait()
+    for done in pending:
+        if isinstance(done, list):
+            yield from _once(policies, done)
+            continue
+        doc, found, entry = done
+        if not ok:
+            yield from _once(policies, validator.trainjob_with_policies(doc))
+            continue
+        findings = worker.findings(doc)
+        yield from _once(policies, found + policies.locate(doc, entry.doc, findings))
+
+
+def _validate_item(validator: Validator, item: tuple[Document, str] | Diagnostic
+                   ) -> list[Diagnostic]:
+    if isinstance(item, Diagnostic):
+        return [item]
+    if item[1] == "TrainJob":
+        return validator.trainjob_with_policies(item[0])
+    if runtime_key(item[0].data) in validator.table:
+        return validator.runtime(item[0]).diagnostics
+    return []
+
+
+def _once(policies: PolicyChecker | None, found: list[Diagnostic]) -> list[Diagnostic]:
+    return found if policies is None else policies.once(found)
 
 
 def _previous(sources: Sequence[Source]) -> dict[ObjectKey, Obj]:

@@ -202,3 +202,73 @@ def test_readme_example_is_the_tested_pack(capsys: pytest.CaptureFixture[str]) -
     assert (example / "vision.cue").read_text() in (ROOT / "README.md").read_text()
     code, out, _ = run(["policies", "test", str(example)], capsys)
     assert code == 0 and "4/4 cases passed" in out, out
+
+
+MIXED_JOBS = """\
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainingRuntime
+metadata: {name: own, namespace: team-a}
+spec:
+  mlPolicy: {numNodes: 1, torch: {}}
+  template:
+    spec:
+      replicatedJobs:
+        - name: node
+          template:
+            metadata:
+              labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}
+            spec:
+              template:
+                spec:
+                  containers:
+                    - name: node
+                      image: ghcr.io/acme/trainer:1.0
+                      securityContext: {privileged: true}
+""" + "".join(f"""---
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata: {{name: job-{i}, namespace: team-a}}
+spec:
+  runtimeRef: {{name: {runtime}{kind}}}
+  trainer: {{numNodes: {nodes}, image: "{image}"}}
+""" for i, (runtime, kind, nodes, image) in enumerate([
+    ("torch-distributed", "", 8, "ghcr.io/acme/t:1"),
+    ("jax-distributed", "", 2, "docker.io/acme/t:latest"),
+    ("torch-distributed", "", "x", "ghcr.io/acme/t:1"),
+    ("own", ", kind: TrainingRuntime", 2, "nvcr.io/nvidia/pytorch:25.01-py3"),
+    ("own", ", kind: TrainingRuntime", 16, "ghcr.io/acme/t"),
+]))
+
+
+def _validate_all(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, worker: str) -> list[str]:
+    from compiler.policy.check import PolicyChecker
+    from compiler.policy.engine import PolicySet
+    from compiler.validation import validate_stream
+
+    monkeypatch.setenv("TJC_POLICY_WORKER", worker)
+    (tmp_path / "jobs.yaml").write_text(MIXED_JOBS)
+    settings = {"resources": {"maxNumNodes": 4, "maxGPUs": 8},
+                "images": {"allowedRegistries": ["ghcr.io", "nvcr.io"]}}
+    files = pack_files([ROOT / "docs" / "policy-example"], builtin=True)
+    checker = PolicyChecker(PolicySet(Loader(settings).load_all(files), settings=settings))
+    inputs = [str(tmp_path / "jobs.yaml"), str(ROOT / "docs" / "policy-example" / "testdata")]
+    return [d.text() for d in validate_stream(read_sources(inputs), builtin_runtimes(),
+                                              policies=checker)]
+
+
+def test_worker_process_finds_what_the_inline_stage_finds(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    inline = _validate_all(monkeypatch, tmp_path, "0")
+    for rule in ("resources.max-nodes", "images.allowed-registries", "images.tag",
+                 "security.privileged", "vision.gpu-image", "TJC-SCHEMA-TYPE"):
+        assert any(f"[{rule}]" in line for line in inline), (rule, inline)
+    assert _validate_all(monkeypatch, tmp_path, "1") == inline
+
+
+def test_a_failed_worker_leaves_the_stage_to_the_parent(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from compiler.policy import worker
+
+    inline = _validate_all(monkeypatch, tmp_path, "0")
+    monkeypatch.setattr(worker.Worker, "_read", lambda self: None)
+    assert _validate_all(monkeypatch, tmp_path, "1") == inline

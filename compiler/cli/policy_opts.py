@@ -113,4 +113,4 @@ def build(args: argparse.Namespace) -> PolicyChecker | None:
         return None
     except packs_mod.PolicyLoadError as exc:
         raise PolicySetupError(exc.diagnostics) from None
-    return PolicyChecker(PolicySet(loaded, skips(args.skip)))
+    return PolicyChecker(PolicySet(loaded, skips(args.skip), settings))

@@ -56,10 +56,12 @@ def annotation_skips(obj: Obj | None) -> frozenset[str]:
 class PolicySet:
     """Loaded packs, the run's skips, and the memo of evaluations."""
 
-    def __init__(self, packs: Sequence[Pack], skip: Iterable[str] = ()) -> None:
+    def __init__(self, packs: Sequence[Pack], skip: Iterable[str] = (),
+                 settings: Obj | None = None) -> None:
         self.packs = list(packs)
         self.skip = frozenset(skip)
-        self._memo: dict[tuple[str, tuple[str, ...], str], Obj] = {}
+        self.settings = settings or {}
+        self._memo: dict[tuple[str, tuple[str, ...], str], tuple[Violation, ...]] = {}
         self._applicable: dict[tuple[str, str, frozenset[str]], list[Rule]] = {}
         self.evaluations = 0
         self.errors: list[Diagnostic] = []
@@ -79,8 +81,7 @@ class PolicySet:
             if not rules:
                 continue
             full = full if full is not None else policy_input(kind, obj, trainjob)
-            result = self._evaluate(pack, tuple(r.id for r in rules), prune(full, pack.reads))
-            found += self._violations(pack, rules, result)
+            found += self._evaluate(pack, rules, prune(full, pack.reads))
         return found
 
     def _rules(self, pack: Pack, kind: str, skips: frozenset[str]) -> list[Rule]:
@@ -92,21 +93,22 @@ class PolicySet:
             self._applicable[key] = rules
         return rules
 
-    def _evaluate(self, pack: Pack, ids: tuple[str, ...], pruned: Obj) -> Obj:
+    def _evaluate(self, pack: Pack, rules: list[Rule], pruned: Obj) -> tuple[Violation, ...]:
         # repr is a faithful key: equal data built in the same key order prints the same, and
         # pruning visits keys in the read trie's order (data in another order only misses).
+        ids = tuple(r.id for r in rules)
         key = (pack.name, ids, repr(pruned))
-        result = self._memo.get(key)
-        if result is None:
+        found = self._memo.get(key)
+        if found is None:
             if len(self._memo) > _MEMO_LIMIT:
                 self._memo.clear()
             self.evaluations += 1
             result = pack.value.eval_batch([{"rules": list(ids), "input": pruned}])[0]
-            self._memo[key] = result
-        return result
+            found = self._memo[key] = self._violations(pack, rules, result)
+        return found
 
-    def _violations(self, pack: Pack, rules: list[Rule], result: Obj) -> list[Violation]:
-        out = []
+    def _violations(self, pack: Pack, rules: list[Rule], result: Obj) -> tuple[Violation, ...]:
+        out: list[Violation] = []
         for rule in rules:
             outcome = result.get(rule.id) or {}
             if outcome.get("errors"):
@@ -115,7 +117,7 @@ class PolicySet:
             for item in outcome.get("violations") or []:
                 path = tuple(p for p in item.get("path") or () if isinstance(p, (str, int)))
                 out.append(Violation(rule, path, str(item.get("message") or rule.message)))
-        return out
+        return tuple(out)
 
     def _rule_failed(self, pack: Pack, rule: Rule, errors: list[Obj]) -> None:
         """A rule that cannot be evaluated is the policy's bug: reported once, at the rule."""

@@ -43,6 +43,7 @@ class Pack:
     value: cuelib.Value
     rules: dict[str, Rule]
     reads: Node
+    path: Path
 
 
 class PolicyLoadError(Exception):
@@ -105,7 +106,7 @@ class Loader:
         rules = {rid: Rule(rid, r["severity"], r["message"], tuple(r["appliesTo"]), path.stem)
                  for rid, r in index.items()}
         reads_trie = trie(reads.get("paths") or [], reads.get("shapes") or [])
-        return Pack(path.stem, file, value, rules, reads_trie)
+        return Pack(path.stem, file, value, rules, reads_trie, path.resolve())
 
     def load_all(self, paths: Sequence[Path]) -> list[Pack]:
         """Every pack, or `PolicyLoadError` with the problems of all of them; a rule id

@@ -75,8 +75,8 @@ def prune(value: Any, node: Node) -> Any:
 def _prune_dict(value: dict[str, Any], node: Node) -> dict[str, Any]:
     anything = node.anything
     if anything is None:
-        return {key: prune(value[key], child) for key, child in node.named.items()
-                if key in value}
+        return {key: value[key] if child.whole else prune(value[key], child)
+                for key, child in node.named.items() if key in value}
     out: dict[str, Any] = {}
     for key, item in value.items():
         named = node.named.get(key)

@@ -74,7 +74,7 @@ def run_case(case: Case, files: Sequence[Path]) -> Outcome:
     packs: list[Pack] = Loader(case.values).load_all(files)
     if case.rule not in {r for p in packs for r in p.rules}:
         return Outcome(case, False, f"no loaded pack defines rule {case.rule}")
-    policies = PolicySet(packs)
+    policies = PolicySet(packs, settings=case.values)
     found = list(validate_stream(read_sources([str(case.path)]), builtin_runtimes(),
                                  policies=PolicyChecker(policies)))
     found += policies.errors

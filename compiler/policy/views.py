@@ -8,7 +8,7 @@ then reads a runtime and a JobSet alike. Pure functions of the data.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from functools import lru_cache
 from typing import Any
 
 from compiler.context import ANCESTOR_LABEL
@@ -35,25 +35,24 @@ def _get(obj: Any, path: Path) -> Any:
     return obj
 
 
-def replicated_jobs(kind: str, obj: Obj) -> Iterator[tuple[Path, Obj]]:
+def replicated_jobs(kind: str, obj: Obj) -> list[tuple[Path, Obj]]:
     """(path, replicatedJob) of a JobSet or a runtime's JobSet template."""
     base = _JOBS.get(kind)
-    if base is None:
-        return
-    for i, job in enumerate(_list(_get(obj, base).get("replicatedJobs")
-                                  if isinstance(_get(obj, base), dict) else None)):
-        if isinstance(job, dict):
-            yield (*base, "replicatedJobs", i), job
+    spec = _get(obj, base) if base is not None else None
+    if base is None or not isinstance(spec, dict):
+        return []
+    return [((*base, "replicatedJobs", i), job)
+            for i, job in enumerate(_list(spec.get("replicatedJobs"))) if isinstance(job, dict)]
 
 
 def _pod_path(job_path: Path) -> Path:
     return (*job_path, "template", "spec", "template", "spec")
 
 
-def pods(kind: str, obj: Obj) -> list[Obj]:
+def pods(jobs: list[tuple[Path, Obj]]) -> list[Obj]:
     """Every pod template spec, with its path and replicatedJob name."""
     out = []
-    for path, job in replicated_jobs(kind, obj):
+    for path, job in jobs:
         spec = _get(job, ("template", "spec", "template", "spec"))
         ancestor = _get(job, ("template", "metadata", "labels", ANCESTOR_LABEL))
         if isinstance(spec, dict):
@@ -63,10 +62,10 @@ def pods(kind: str, obj: Obj) -> list[Obj]:
     return out
 
 
-def containers(kind: str, obj: Obj) -> list[Obj]:
+def containers(jobs: list[tuple[Path, Obj]]) -> list[Obj]:
     """Every container and init container of every pod template."""
     out = []
-    for path, job in replicated_jobs(kind, obj):
+    for path, job in jobs:
         ancestor = _get(job, ("template", "metadata", "labels", ANCESTOR_LABEL))
         pod = _get(job, ("template", "spec", "template", "spec"))
         for field, init in (("initContainers", True), ("containers", False)):
@@ -77,11 +76,11 @@ def containers(kind: str, obj: Obj) -> list[Obj]:
                                 "ancestor": ancestor if isinstance(ancestor, str) else "",
                                 "init": init, "container": container,
                                 **_quantities(container),
-                                "pod": {k: v for k, v in _dict(pod).items()
-                                        if k not in ("containers", "initContainers")}})
+                                "pod": pod})
     return out
 
 
+@lru_cache(maxsize=4096)
 def _canonical(value: Any) -> str:
     try:
         return canonical_string(parse(str(value)))
@@ -92,7 +91,7 @@ def _canonical(value: Any) -> str:
 def _quantities(container: Obj) -> Obj:
     """The container's requests and limits as canonical quantity strings (comparable)."""
     resources = _dict(container.get("resources"))
-    return {field: {str(k): _canonical(v) for k, v in _dict(resources.get(field)).items()}
+    return {field: {str(k): _canonical(str(v)) for k, v in _dict(resources.get(field)).items()}
             for field in ("requests", "limits")}
 
 
@@ -108,10 +107,10 @@ def _gpus(container: Obj) -> int:
     return 0
 
 
-def summary(obj: Obj) -> Obj:
+def summary(jobs: list[tuple[Path, Obj]]) -> Obj:
     """Totals of a JobSet: trainer nodes, GPUs over all pods, replicatedJobs."""
     nodes, gpus, count = 0, 0, 0
-    for _, job in replicated_jobs("JobSet", obj):
+    for _, job in jobs:
         count += 1
         spec = _dict(_get(job, ("template", "spec")))
         pod_count = int(job.get("replicas") or 1) * int(spec.get("parallelism") or 1)
@@ -132,9 +131,9 @@ def _meta(obj: Obj) -> Obj:
 
 def policy_input(kind: str, obj: Obj, trainjob: Obj | None = None) -> Obj:
     """The `input` a rule sees for one document (a JobSet also gets its TrainJob)."""
-    out: Obj = {"kind": kind, "object": obj, "pods": pods(kind, obj),
-                "containers": containers(kind, obj)}
+    jobs = replicated_jobs(kind, obj)
+    out: Obj = {"kind": kind, "object": obj, "pods": pods(jobs), "containers": containers(jobs)}
     if kind == "JobSet":
         out["trainJob"] = _meta(trainjob or {})
-        out["summary"] = summary(obj)
+        out["summary"] = summary(jobs)
     return out
