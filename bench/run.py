@@ -11,8 +11,9 @@
 - validate: `tjc validate` of 10,000 TrainJobs and 100 TrainingRuntimes as a command (target:
   under 5 s), and of one file, start-up included (target: under 300 ms);
 - policies: the same validate with the built-in CUE packs against `--no-default-policies`
-  (target: under 1.5x, the median of back-to-back pairs), the CUE engine's load time, and the evaluation of the built-in packs
-  per JobSet, cold (every input new to the evaluator) and warm (as in a run, with the memo).
+  (target: under 1.5x, the median of back-to-back pairs), the CUE engine's load time, and the
+  evaluation of the built-in packs per JobSet, cold (every input new to the evaluator) and
+  warm (as in a run, with the memo).
 
 Prints a table; `--json FILE` also writes the figures. Timings are the best of `--repeat` runs.
 """
