@@ -272,3 +272,34 @@ def test_a_failed_worker_leaves_the_stage_to_the_parent(
     inline = _validate_all(monkeypatch, tmp_path, "0")
     monkeypatch.setattr(worker.Worker, "_read", lambda self: None)
     assert _validate_all(monkeypatch, tmp_path, "1") == inline
+
+
+def test_cue_values_file_and_user_pack_in_render(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "team.cue").write_text(TEAM_POLICY)
+    values = tmp_path / "values.cue"
+    values.write_text("images: allowedRegistries: [\"registry.example.com\"]\n")
+    job = tmp_path / "job.yaml"
+    job.write_text(TRAINJOB.format(annotations=""))
+    code, out, err = run(["render", str(job), "--policy-values", str(values)], capsys)
+    assert code == 1 and out == "" and "[images.allowed-registries]" in err
+    code, out, err = run(["render", str(job), "--policy", str(tmp_path)], capsys)
+    assert code == 1 and out == "" and "[team.label]" in err
+    code, out, err = run(["render", str(job), "--no-default-policies"], capsys)
+    assert code == 0 and "kind: JobSet" in out and "images.tag" not in err
+
+
+def test_broken_values_file_is_a_usage_error(tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    values = tmp_path / "values.yaml"
+    values.write_text("resources: {maxNumNodes: many}\n")
+    code, _, err = run(["validate", "examples", "--policy-values", str(values)], capsys)
+    assert code == 2 and "[TJC-POLICY-INVALID]" in err and "Traceback" not in err
+
+
+def test_policy_diagnostics_in_sarif(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    job = tmp_path / "job.yaml"
+    job.write_text(TRAINJOB.format(annotations=""))
+    code, out, _ = run(["validate", str(job), "--format", "sarif"], capsys)
+    results = json.loads(out)["runs"][0]["results"]
+    assert code == 0 and any(r["ruleId"] == "images.tag" for r in results)
