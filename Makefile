@@ -4,9 +4,16 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 UPSTREAM ?= ../shared/upstream
 
-.PHONY: setup test lint typecheck unit golden bench schemas schemas-check gofacts render clean
+.PHONY: setup policies-test plugin-orders test lint typecheck unit golden bench schemas schemas-check gofacts render clean
 
-setup: $(VENV)/.installed
+CUE_LIB := build/cue/libtjccue.so
+
+setup: $(VENV)/.installed $(CUE_LIB)
+
+# The CUE evaluator (cuelang.org/go, pinned in cuebridge/go.mod) as a shared library for the
+# policy engine; Go's module and build caches make a rebuild cheap.
+$(CUE_LIB): cuebridge/go.mod cuebridge/go.sum $(wildcard cuebridge/*.go)
+	cd cuebridge && go build -mod=readonly -trimpath -buildmode=c-shared -o ../$(CUE_LIB) .
 
 $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -16,6 +23,7 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 
 lint: setup
 	$(BIN)/ruff check compiler schemas tests bench
+	cd cuebridge && test -z "$$(gofmt -l .)" && go vet ./...
 	$(BIN)/lint-imports
 
 typecheck: setup
@@ -24,7 +32,10 @@ typecheck: setup
 unit: setup
 	$(BIN)/python -m pytest
 
-test: lint typecheck schemas-check unit
+test: lint typecheck schemas-check unit policies-test
+
+policies-test: setup
+	$(BIN)/tjc policies test
 
 schemas-check: setup
 	@if [ -d "$(UPSTREAM)" ]; then $(BIN)/python -m schemas.generate --check $(UPSTREAM); \
@@ -36,6 +47,11 @@ schemas: setup
 # Facts about Go's JSON encoding of the JobSet types, from the pinned Go modules (needs Go).
 gofacts:
 	cd schemas/gotypes && GOFLAGS=-mod=mod go run . > ../../compiler/_go_facts.py
+
+# The plugin orders networkx gives, generated so that start-up need not import networkx.
+plugin-orders: setup
+	$(BIN)/python -c "from compiler.plugins.graph import generate; print(generate(), end='')" \
+		> compiler/plugins/_orders.py
 
 golden: setup
 	TJC_UPDATE_GOLDEN=1 $(BIN)/python -m pytest -q tests/test_golden.py

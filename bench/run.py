@@ -9,7 +9,11 @@
   (target: flat in N).
 
 - validate: `tjc validate` of 10,000 TrainJobs and 100 TrainingRuntimes as a command (target:
-  under 5 s), and of one file, start-up included (target: under 300 ms).
+  under 5 s), and of one file, start-up included (target: under 300 ms);
+- policies: the same validate with the built-in CUE packs against `--no-default-policies`
+  (target: under 1.5x, the median of back-to-back pairs), the CUE engine's load time, and the
+  evaluation of the built-in packs per JobSet, cold (every input new to the evaluator) and
+  warm (as in a run, with the memo).
 
 Prints a table; `--json FILE` also writes the figures. Timings are the best of `--repeat` runs.
 """
@@ -53,6 +57,13 @@ def jax_trainjob(index: int, runtime: str = "jax-distributed", nodes: int = 4) -
             },
         },
     }
+
+
+def timed(fn: Callable[[], object]) -> float:
+    """Wall time of one call."""
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
 
 
 def best_of(repeat: int, fn: Callable[[], object]) -> float:
@@ -132,18 +143,65 @@ def validate_inputs(n: int) -> list[Obj]:
     return runtimes + jobs
 
 
-def bench_validate(tmp: Path, n: int, repeat: int) -> dict[str, float]:
+def bench_validate(tmp: Path, n: int, repeat: int) -> dict[str, Any]:
     """`tjc validate` of many documents, and of one file, as commands."""
     many, one = tmp / "validate-many.yaml", tmp / "validate-one.yaml"
     many.write_text(emit.yaml_stream(validate_inputs(n)), encoding="utf-8")
     one.write_text(emit.yaml_stream([jax_trainjob(0, "torch-distributed")]), encoding="utf-8")
-    def validate(path: Path) -> None:
-        subprocess.run([sys.executable, "-m", "compiler", "validate", str(path)], check=True,
-                       stdout=subprocess.DEVNULL)
+    def validate(path: Path, *extra: str) -> None:
+        subprocess.run([sys.executable, "-m", "compiler", "validate", str(path), *extra],
+                       check=True, stdout=subprocess.DEVNULL)
 
-    return {"trainjobs": n, "runtimes": 100,
-            "seconds": best_of(repeat, lambda: validate(many)),
+    # This machine's speed drifts by tens of percent over seconds, so the ratio is the median
+    # of back-to-back pairs (each pair runs at nearly the same speed), not a ratio of bests.
+    pairs = [(timed(lambda: validate(many, "--no-default-policies")),
+              timed(lambda: validate(many))) for _ in range(max(repeat, 5))]
+    ratios = sorted(with_packs / without for without, with_packs in pairs)
+    return {"trainjobs": n, "runtimes": 100, "seconds": min(w for _, w in pairs),
+            "seconds_without_policies": min(w for w, _ in pairs),
+            "policy_ratio_median": ratios[len(ratios) // 2],
+            "policy_ratios": [round(r, 2) for r in ratios],
             "one_file_seconds": best_of(repeat, lambda: validate(one))}
+
+
+ENGINE_LOAD = ("import time; t = time.perf_counter(); "
+               "from compiler.policy.packs import Loader, pack_files; "
+               "Loader().load_all(pack_files([], builtin=True)); "
+               "print(time.perf_counter() - t)")
+
+
+def bench_policies(n: int, repeat: int) -> dict[str, float]:
+    """Engine load (a fresh process), and the built-in packs per JobSet, cold and warm."""
+    from compiler.policy.engine import PolicySet
+    from compiler.policy.packs import Loader, pack_files
+    from compiler.policy.prune import prune
+    from compiler.policy.views import policy_input
+
+    load = min(float(subprocess.run([sys.executable, "-c", ENGINE_LOAD], check=True,
+                                    capture_output=True, text=True).stdout)
+               for _ in range(repeat))
+    packs = Loader().load_all(pack_files([], builtin=True))
+    runtime = prepare_runtime(builtin("torch-distributed"))
+    jobs = [jax_trainjob(i, "torch-distributed") for i in range(n)]
+    jobsets = [(next(o for o in compile_trainjob(job, runtime).objects
+                     if o["kind"] == "JobSet"), job) for job in jobs]
+    cold_n = min(n, 500)
+
+    def cold() -> None:
+        for obj, job in jobsets[:cold_n]:
+            full = policy_input("JobSet", obj, job)
+            for pack in packs:
+                ids = [r.id for r in pack.rules.values() if "JobSet" in r.applies_to]
+                pack.value.eval_batch([{"rules": ids, "input": prune(full, pack.reads)}])
+
+    def warm() -> None:
+        policies = PolicySet(packs)
+        for obj, job in jobsets:
+            policies.check("JobSet", obj, job)
+
+    return {"engine_load_seconds": load,
+            "cold_us_per_jobset": best_of(repeat, cold) / cold_n * 1e6,
+            "warm_us_per_jobset": best_of(repeat, warm) / n * 1e6}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -171,6 +229,7 @@ def main(argv: list[str] | None = None) -> int:
             path.write_text(emit.yaml_stream(jobs[:n]), encoding="utf-8")
             figures[f"render_command_{n}"] = bench_command(path, args.repeat)
         figures["validate_command"] = bench_validate(Path(tmp), args.n, args.repeat)
+    figures["policies"] = bench_policies(args.n, args.repeat)
     print(json.dumps(figures, indent=2))
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")

@@ -156,7 +156,7 @@ class Explainer:
         elif isinstance(final, list) and path[-1] in KEYS:
             yield from self._keyed_list(base if isinstance(base, list) else [], final, path)
         elif final != base:
-            yield self._attribute(path, final)
+            yield self.attribute(path, final)
 
     def _keyed_list(self, base: list[Any], final: list[Any], path: Path) -> Iterator[Entry]:
         key = KEYS[str(path[-1])]
@@ -165,12 +165,12 @@ class Explainer:
                         and b.get(key) == item.get(key)), None)
             if path[-1] in ITEM_LISTS:
                 if item != old:
-                    yield self._attribute((*path, index), item)
+                    yield self.attribute((*path, index), item)
             else:
                 yield from self._spec_entries(old if old is not None else {}, item,
                                               (*path, index))
 
-    def _attribute(self, path: Path, value: Any) -> Entry:
+    def attribute(self, path: Path, value: Any) -> Entry:
         """Who set the field at `path` (a path into the JobSet object)."""
         for rule in (self._count, self._trainer_field, self._env, self._resources,
                      self._suspend, self._traced, self._initializer, self._patched):

@@ -63,13 +63,20 @@ class Source:
 
     name: str
     text: str
-    _positions: list[dict[FieldPath, tuple[int, int]]] | None = field(default=None, repr=False)
+    _positions: list[dict[FieldPath, tuple[int, int]]] = field(default_factory=list, repr=False)
+    _pending: Iterator[dict[FieldPath, tuple[int, int]]] | None = field(default=None, repr=False)
 
     def positions(self, index: int) -> dict[FieldPath, tuple[int, int]]:
-        """Field path -> (line, col), 1-based, for the document at `index`."""
-        if self._positions is None:
-            self._positions = _compose_positions(self.text)
-        return self._positions[index] if index < len(self._positions) else {}
+        """Field path -> (line, col), 1-based, for the document at `index`. Documents are
+        composed only as far as the last one asked for."""
+        if self._pending is None:
+            self._pending = _compose_positions(self.text)
+        while len(self._positions) <= index:
+            table = next(self._pending, None)
+            if table is None:
+                return {}
+            self._positions.append(table)
+        return self._positions[index]
 
 
 @dataclass
@@ -97,17 +104,15 @@ class Document:
         return str(self.data.get("kind", ""))
 
 
-def _compose_positions(text: str) -> list[dict[FieldPath, tuple[int, int]]]:
-    out: list[dict[FieldPath, tuple[int, int]]] = []
+def _compose_positions(text: str) -> Iterator[dict[FieldPath, tuple[int, int]]]:
     try:
         for node in yaml.compose_all(text, Loader=yaml.CSafeLoader):
             table: dict[FieldPath, tuple[int, int]] = {}
             if node is not None:
                 _walk_node(node, (), table, 0)
-            out.append(table)
+            yield table
     except yaml.YAMLError:
-        pass
-    return out
+        return
 
 
 def _walk_node(node: yaml.Node, path: FieldPath, table: dict[FieldPath, tuple[int, int]],

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compiler.compile import compile_defaulted, compile_trainjob
 from compiler.context import CompileOptions
@@ -22,6 +22,9 @@ from compiler.inputs import RuntimeEntry, classified, runtime_table
 from compiler.loader import Document, Source
 from compiler.resolve import RuntimeKey, not_found, wanted_key
 from compiler.validation import Validator
+
+if TYPE_CHECKING:
+    from compiler.policy.check import PolicyChecker
 
 
 @dataclass
@@ -41,21 +44,25 @@ class JobResult:
 
 
 def render_stream(sources: Sequence[Source], builtin: Sequence[Document] = (),
-                  options: CompileOptions | None = None, *, validate: bool = True
-                  ) -> Iterator[JobResult | Diagnostic]:
+                  options: CompileOptions | None = None, *, validate: bool = True,
+                  policies: PolicyChecker | None = None) -> Iterator[JobResult | Diagnostic]:
     """Results and loose diagnostics in input order, one TrainJob at a time; the runtimes of
     the inputs report their own problems once. `validate=False` compiles what the cluster
     would reject too, as the controller does when the admission webhook is bypassed."""
     table, notes = runtime_table(sources, builtin)
     yield from notes
-    validator = Validator(table) if validate else None
+    validator = Validator(table, policies=policies) if validate else None
     for item in classified(sources):
         if isinstance(item, Diagnostic):
             yield item
         elif item[1] == "TrainJob":
-            yield render_one(item[0], table, validator, options)
+            result = render_one(item[0], table, validator, options)
+            if policies is not None:
+                result.diagnostics = policies.once(result.diagnostics)
+            yield result
         elif validator is not None:
-            yield from validator.runtime(item[0]).diagnostics
+            found = validator.runtime(item[0]).diagnostics
+            yield from found if policies is None else policies.once(found)
 
 
 def _defaulted_ref(data: dict[str, Any]) -> dict[str, Any]:
@@ -93,4 +100,8 @@ def render_one(tj: Document, table: dict[RuntimeKey, RuntimeEntry],
         located = diag.at(doc.locate(diag.path))
         if (located.rule, located.field_path, located.locations) not in seen:
             result.diagnostics.append(located)
+    if validator is not None and checked is not None and not has_errors(result.diagnostics):
+        result.diagnostics += validator.compiled(tj, checked, result.objects)
+        if has_errors(result.diagnostics):
+            result.objects = []
     return result

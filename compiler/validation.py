@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compiler import structural
+from compiler.compile import compile_defaulted
 from compiler.data import copy_json
 from compiler.defaults import default_in_place
 from compiler.diagnostics import Diagnostic, ObjectRef, Severity, error, has_errors
@@ -21,6 +22,9 @@ from compiler.inputs import RuntimeEntry, classified, runtime_table
 from compiler.loader import Document, Source, iter_source
 from compiler.resolve import RuntimeKey, runtime_key, wanted_key
 from compiler.validate import cel, quirks, schema, webhook
+
+if TYPE_CHECKING:
+    from compiler.policy.check import PolicyChecker
 
 Obj = dict[str, Any]
 ObjectKey = tuple[str, str, str]
@@ -116,9 +120,11 @@ class Validator:
     """Validates documents against a runtime table, checking each runtime once."""
 
     def __init__(self, table: dict[RuntimeKey, RuntimeEntry],
-                 previous: dict[ObjectKey, Obj] | None = None) -> None:
+                 previous: dict[ObjectKey, Obj] | None = None,
+                 policies: PolicyChecker | None = None) -> None:
         self.table = table
         self.previous = previous or {}
+        self.policies = policies
         self.runtimes: dict[tuple[str, int, tuple[str | int, ...]], Checked] = {}
 
     def runtime(self, doc: Document) -> Checked:
@@ -130,6 +136,8 @@ class Validator:
             checked = check_document(doc, old)
             checked.diagnostics += webhook.validate_runtime(_well_typed(checked), old=old)
             checked.diagnostics = _locate(checked.diagnostics, checked, None, _ref(doc.data))
+            if self.policies is not None:
+                checked.diagnostics += self.policies.document(doc, _well_typed(checked))
             self.runtimes[where] = checked
         return checked
 
@@ -150,7 +158,7 @@ class Validator:
         found = list(checked.diagnostics)
         if entry is None:
             found += _elsewhere(key, self.table)
-        if rt is not None and has_errors(rt.diagnostics):
+        if rt is not None and has_errors(d for d in rt.diagnostics if d.subject != "policy"):
             found.append(error("TJC-RUNTIME-INVALID", f"{key.kind} {key.name} has errors (reported "
                                "at the runtime); a cluster would not hold it, so this TrainJob "
                                "cannot run", ("spec", "runtimeRef")))
@@ -159,22 +167,90 @@ class Validator:
         found += webhook.validate_trainjob(trainjob, runtime, old=old)
         if runtime is not None:
             found += quirks.check(trainjob, runtime)
-        return _locate(found, checked, entry.doc if entry else None, _ref(doc.data)), checked.data
+        located = _locate(found, checked, entry.doc if entry else None, _ref(doc.data))
+        if self.policies is not None:
+            located += self.policies.document(doc, trainjob)
+        return located, checked.data
+
+    def compiled(self, doc: Document, trainjob: Obj, objects: Sequence[Obj]) -> list[Diagnostic]:
+        """Policy diagnostics of the JobSet compiled from a valid TrainJob."""
+        key = wanted_key(trainjob)
+        entry = None if isinstance(key, Diagnostic) else self.table.get(key)
+        jobset = next((o for o in objects if o.get("kind") == "JobSet"), None)
+        if self.policies is None or entry is None or jobset is None:
+            return []
+        return self.policies.jobset(doc, trainjob, entry.doc, entry.get(), jobset)
+
+    def trainjob_with_policies(self, doc: Document) -> list[Diagnostic]:
+        """`trainjob`, then (when valid) the policies of the JobSet it compiles to."""
+        found, data = self.check_trainjob(doc)
+        entry = self._policy_entry(found, data)
+        if entry is None:
+            return found
+        compiled = compile_defaulted(data, entry.get())
+        if has_errors(compiled.diagnostics):
+            return found
+        return found + self.compiled(doc, data, compiled.objects)
+
+    def _policy_entry(self, found: list[Diagnostic], data: Obj) -> RuntimeEntry | None:
+        """The runtime of a valid TrainJob whose JobSet the policies are to check."""
+        if self.policies is None or has_errors(found):
+            return None
+        key = wanted_key(data)
+        return None if isinstance(key, Diagnostic) else self.table.get(key)
 
 
 def validate_stream(sources: Sequence[Source], builtin: Sequence[Document] = (),
-                    previous: Sequence[Source] = ()) -> Iterator[Diagnostic]:
-    """Every diagnostic of every input, in input order; runtimes' own problems once each."""
+                    previous: Sequence[Source] = (),
+                    policies: PolicyChecker | None = None) -> Iterator[Diagnostic]:
+    """Every diagnostic of every input, in input order; runtimes' own problems once each.
+    With `policies`, each valid TrainJob is also compiled and its JobSet checked (on a large
+    input by a worker process, in parallel with the rest)."""
     table, notes = runtime_table(sources, builtin)
     yield from notes
-    validator = Validator(table, _previous(previous))
+    validator = Validator(table, _previous(previous), policies)
+    worker = None if policies is None else policies.start_worker(sources)
+    if worker is None:
+        for item in classified(sources):
+            yield from _once(policies, _validate_item(validator, item))
+        return
+    pending: list[list[Diagnostic] | tuple[Document, list[Diagnostic], RuntimeEntry]] = []
     for item in classified(sources):
-        if isinstance(item, Diagnostic):
-            yield item
-        elif item[1] == "TrainJob":
-            yield from validator.trainjob(item[0])
-        elif runtime_key(item[0].data) in table:
-            yield from validator.runtime(item[0]).diagnostics
+        if isinstance(item, tuple) and item[1] == "TrainJob":
+            found, data = validator.check_trainjob(item[0])
+            entry = validator._policy_entry(found, data)
+            if entry is not None:
+                worker.submit(item[0], data, entry)
+            pending.append(found if entry is None else (item[0], found, entry))
+        else:
+            pending.append(_validate_item(validator, item))
+    assert policies is not None
+    ok = worker.wait()
+    for done in pending:
+        if isinstance(done, list):
+            yield from _once(policies, done)
+            continue
+        doc, found, entry = done
+        if not ok:
+            yield from _once(policies, validator.trainjob_with_policies(doc))
+            continue
+        findings = worker.findings(doc)
+        yield from _once(policies, found + policies.locate(doc, entry.doc, findings))
+
+
+def _validate_item(validator: Validator, item: tuple[Document, str] | Diagnostic
+                   ) -> list[Diagnostic]:
+    if isinstance(item, Diagnostic):
+        return [item]
+    if item[1] == "TrainJob":
+        return validator.trainjob_with_policies(item[0])
+    if runtime_key(item[0].data) in validator.table:
+        return validator.runtime(item[0]).diagnostics
+    return []
+
+
+def _once(policies: PolicyChecker | None, found: list[Diagnostic]) -> list[Diagnostic]:
+    return found if policies is None else policies.once(found)
 
 
 def _previous(sources: Sequence[Source]) -> dict[ObjectKey, Obj]:

@@ -14,8 +14,9 @@ from compiler.diagnostics import Severity
 from compiler.errors import CompileError, PluginGraphError
 from compiler.loader import MAX_NODES, Source, parse_source
 from compiler.plugins import REGISTRY
+from compiler.plugins._orders import ORDERS
 from compiler.plugins.base import PluginResult, PluginSpec
-from compiler.plugins.graph import plugin_order
+from compiler.plugins.graph import _networkx_order, generate, plugin_order
 
 
 @pytest.mark.parametrize(("given", "canonical"), [
@@ -118,6 +119,15 @@ def test_plugin_graph_orders_by_facts_then_registry() -> None:
     assert names.index("jobset") == len(names) - 1
     order = plugin_order([_plugin("late", {"counts"}), _plugin("early", provides={"counts"})])
     assert [p.name for p in order] == ["early", "late"]
+
+
+def test_generated_plugin_orders_are_networkx_orders() -> None:
+    """`_orders.py` is what `make plugin-orders` writes today, and agrees with networkx."""
+    path = Path(__file__).resolve().parent.parent / "compiler" / "plugins" / "_orders.py"
+    assert path.read_text() == generate(), "run make plugin-orders"
+    assert len(ORDERS) > 100
+    full = tuple(p.name for p in REGISTRY)
+    assert ORDERS[full] == tuple(p.name for p in _networkx_order(REGISTRY))
 
 
 def test_plugin_graph_reports_cycles_and_missing_providers() -> None:

@@ -11,7 +11,8 @@ import sys
 from collections.abc import Sequence
 
 from compiler import __version__
-from compiler.cli import explain_cmd, render_cmd, runtimes_cmd, validate_cmd
+from compiler.cli import explain_cmd, policies_cmd, render_cmd, runtimes_cmd, validate_cmd
+from compiler.cli.policy_opts import PolicySetupError
 from compiler.errors import InputError
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
@@ -34,6 +35,7 @@ examples:
   tjc validate jobs/ --format sarif         check everything offline, as SARIF
   tjc runtimes list                         the runtimes a TrainJob can reference
   tjc explain examples/jax-mnist.yaml       who set which field of the output
+  tjc policies list                         the CUE policy rules tjc applies
 """
 
 
@@ -56,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     validate_cmd.register(verbs)
     runtimes_cmd.register(verbs)
     explain_cmd.register(verbs)
+    policies_cmd.register(verbs)
     return parser
 
 
@@ -65,6 +68,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         code: int = args.func(args)
+    except PolicySetupError as exc:
+        for diag in exc.diagnostics:
+            print(diag.text(), file=sys.stderr)
+        return EXIT_USAGE
     except InputError as exc:
         print(f"tjc: {exc.diagnostic.message}", file=sys.stderr)
         return EXIT_USAGE

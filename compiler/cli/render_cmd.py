@@ -11,6 +11,7 @@ from typing import Any
 
 from compiler import emit
 from compiler.builtin import builtin_runtimes
+from compiler.cli import policy_opts
 from compiler.context import CompileOptions, SSHKeySource
 from compiler.diagnostics import Diagnostic, Severity, error, has_errors
 from compiler.loader import read_sources
@@ -23,6 +24,7 @@ examples:
   tjc render job.yaml my-runtime.yaml -o json   with a runtime of your own, as JSON
   tjc render jobs/ --output-dir rendered/       one file per TrainJob: rendered/<ns>/<name>.yaml
   tjc render mpi-job.yaml --mpi-ssh-key generate  also emit the MPI SSH Secret (new keys)
+  tjc render jobs/ --policy team-policies/       enforce your own CUE packs too
   kubectl get trainjob mnist -o yaml | tjc render -
 """
 MANIFEST = ".tjc-render-manifest"
@@ -48,6 +50,7 @@ def register(verbs: Any) -> None:
                         "(generate), or the key pair of this PEM P-521 private key file; "
                         "without it no private key is ever printed")
     parser.add_argument("-q", "--quiet", action="store_true", help="do not print notices")
+    policy_opts.add_arguments(parser)
     parser.set_defaults(func=run)
 
 
@@ -59,7 +62,9 @@ def run(args: argparse.Namespace) -> int:
     writer = DirWriter(Path(args.output_dir), args.output) if args.output_dir else None
     objects: list[dict[str, Any]] = []
     errors = False
-    for item in render_stream(sources, builtin, options, validate=not args.no_validate):
+    checker = None if args.no_validate else policy_opts.build(args)
+    for item in render_stream(sources, builtin, options, validate=not args.no_validate,
+                              policies=checker):
         diagnostics = [item] if isinstance(item, Diagnostic) else item.diagnostics
         if isinstance(item, JobResult) and writer is not None:
             diagnostics += writer.write(item)
@@ -69,6 +74,9 @@ def run(args: argparse.Namespace) -> int:
             sys.stdout.write(emit.yaml_stream(item.objects))
         errors = errors or has_errors(diagnostics)
         report(diagnostics, quiet=args.quiet)
+    if checker is not None and checker.policies.errors:
+        report(checker.policies.errors, quiet=args.quiet)
+        errors = True
     if writer is not None:
         writer.close()
     elif args.output == "json":

@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from compiler.builtin import builtin_runtimes
+from compiler.cli import policy_opts
 from compiler.diagnostics import Severity
 from compiler.loader import parse_source, read_sources
 from compiler.resolve import RUNTIME_KINDS
@@ -22,6 +23,8 @@ examples:
   tjc validate job.yaml --against old/job.yaml  also check immutable fields (a GitOps diff)
   tjc validate --strict jobs/                   fail on warnings too
   tjc validate jobs/a.yaml --runtimes runtimes/  resolve runtimeRefs with your runtimes
+  tjc validate jobs/ --policy team-policies/ --policy-values limits.yaml
+  tjc validate jobs/ --skip images.tag          all built-in packs but one rule
 """
 
 
@@ -43,6 +46,7 @@ def register(verbs: Any) -> None:
     parser.add_argument("--no-builtin-runtimes", action="store_true",
                         help="do not load the built-in ClusterTrainingRuntimes")
     parser.add_argument("-q", "--quiet", action="store_true", help="do not report notices")
+    policy_opts.add_arguments(parser)
     parser.set_defaults(func=run)
 
 
@@ -58,8 +62,11 @@ def run(args: argparse.Namespace) -> int:
         builtin += [doc for source in read_sources(args.runtimes)
                     for doc in parse_source(source)[0]
                     if doc.data.get("kind") in RUNTIME_KINDS]
-    diagnostics = [d for d in validate_stream(sources, builtin, previous)
+    checker = policy_opts.build(args)
+    diagnostics = [d for d in validate_stream(sources, builtin, previous, checker)
                    if not (args.quiet and d.severity is Severity.NOTICE)]
+    if checker is not None:
+        diagnostics += checker.policies.errors
     sys.stdout.write(report.RENDERERS[args.format](diagnostics))
     failing = {Severity.ERROR, Severity.WARNING} if args.strict else {Severity.ERROR}
     return 1 if any(d.severity in failing for d in diagnostics) else 0

@@ -1,0 +1,144 @@
+"""`tjc policies`: list the CUE policy rules, show one, run a pack folder's test cases."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+HELP = "list, show and test the CUE policy packs"
+EPILOG = """\
+examples:
+  tjc policies list                          every built-in rule: id, severity, kinds
+  tjc policies list --policy team-policies/  with your own packs
+  tjc policies show security.privileged      one rule (or pack) and its CUE source
+  tjc policies test team-policies/           run a pack folder's testdata/ cases
+  tjc policies test                          run the built-in packs' cases
+
+exit codes: 0 ok, 1 a test case failed, 2 usage error or a pack that does not load.
+"""
+
+
+def register(verbs: Any) -> None:
+    """Add the `policies` verb and its sub-commands."""
+    parser = verbs.add_parser("policies", help=HELP, description=HELP[0].upper() + HELP[1:] + ".",
+                              epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", parser_class=type(parser))
+    sub.required = True
+    for name, text in (("list", "list the rules"), ("show", "show one rule or pack")):
+        cmd = sub.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
+        if name == "show":
+            cmd.add_argument("rule", metavar="RULE|PACK")
+        cmd.add_argument("--policy", action="append", default=[], metavar="DIR",
+                         help="also load the packs of DIR; may be repeated")
+        cmd.add_argument("--no-default-policies", action="store_true",
+                         help="leave the built-in packs out")
+        cmd.add_argument("-o", "--output", choices=("text", "json"), default="text")
+        cmd.set_defaults(func=run_list if name == "list" else run_show)
+    test = sub.add_parser("test", help="run a pack folder's test cases",
+                          description="Run the cases in DIR/testdata/ against DIR's packs.")
+    test.add_argument("folder", nargs="?", metavar="DIR",
+                      help="pack folder (default: the built-in packs)")
+    test.set_defaults(func=run_test)
+
+
+def _packs(args: argparse.Namespace) -> list[Any]:
+    from compiler import cuelib
+    from compiler.cli.policy_opts import PolicySetupError, _problem
+    from compiler.policy.packs import Loader, PolicyLoadError, pack_files
+
+    files = pack_files([Path(p) for p in args.policy], builtin=not args.no_default_policies)
+    try:
+        return Loader().load_all(files)
+    except cuelib.EngineMissing as exc:
+        raise _problem(str(exc)) from None
+    except PolicyLoadError as exc:
+        raise PolicySetupError(exc.diagnostics) from None
+
+
+def run_list(args: argparse.Namespace) -> int:
+    """Print every rule."""
+    rules = [rule for pack in _packs(args) for rule in pack.rules.values()]
+    if args.output == "json":
+        print(json.dumps([{"id": r.id, "severity": r.severity, "appliesTo": list(r.applies_to),
+                           "pack": r.pack, "message": r.message} for r in rules], indent=2))
+        return 0
+    width = max((len(r.id) for r in rules), default=4)
+    print(f"{'RULE':<{width}}  SEVERITY  APPLIES TO")
+    for r in rules:
+        print(f"{r.id:<{width}}  {r.severity:<8}  {', '.join(r.applies_to)}")
+    return 0
+
+
+def run_show(args: argparse.Namespace) -> int:
+    """Print one rule (or every rule of a pack) with its CUE source."""
+    packs = _packs(args)
+    chosen = [(p, r) for p in packs for r in p.rules.values()
+              if args.rule in (r.id, r.pack)]
+    if not chosen:
+        print(f"tjc: no rule or pack named {args.rule} (see tjc policies list)", file=sys.stderr)
+        return 2
+    out = []
+    for pack, rule in chosen:
+        entry = {"id": rule.id, "severity": rule.severity, "appliesTo": list(rule.applies_to),
+                 "message": rule.message, "pack": pack.file,
+                 "source": _rule_source(Path(pack.file), rule.id)}
+        out.append(entry)
+    if args.output == "json":
+        print(json.dumps(out, indent=2))
+        return 0
+    for e in out:
+        print(f"{e['id']} [{e['severity']}] in {e['pack']}\n  applies to: "
+              f"{', '.join(e['appliesTo'])}\n  message: {e['message']}\n\n{e['source']}")
+    return 0
+
+
+def _rule_source(path: Path, rule_id: str) -> str:
+    """The top-level block of a pack file that declares the rule."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return ""
+    start = next((i for i, line in enumerate(lines) if f'"{rule_id}"' in line
+                  and line.startswith("rules")), None)
+    if start is None:
+        return ""
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("}")),
+               len(lines) - 1)
+    return "\n".join(lines[start:end + 1])
+
+
+def run_test(args: argparse.Namespace) -> int:
+    """Run the cases; print one line per case and the rules that lack a case."""
+    from compiler.cli.policy_opts import PolicySetupError
+    from compiler.policy import testcases
+    from compiler.policy.packs import BUILTIN_DIR, Loader, PolicyLoadError, pack_files
+
+    folder = Path(args.folder) if args.folder else BUILTIN_DIR
+    if not folder.is_dir():
+        print(f"tjc: {folder} is not a folder", file=sys.stderr)
+        return 2
+    files = pack_files([folder], builtin=False)
+    try:
+        rules = [r for p in Loader().load_all(files) for r in p.rules]
+        found = testcases.cases(folder)
+    except PolicyLoadError as exc:
+        raise PolicySetupError(exc.diagnostics) from None
+    except ValueError as exc:
+        print(f"tjc: {exc}", file=sys.stderr)
+        return 2
+    failed = 0
+    for case in found:
+        outcome = testcases.run_case(case, files)
+        failed += not outcome.ok
+        status = "ok  " if outcome.ok else "FAIL"
+        print(f"{status} {case.path.name}: {case.rule} expect {case.expect}"
+              + ("" if outcome.ok else f"\n     {outcome.detail}"))
+    missing = testcases.coverage(found, rules)
+    for line in missing:
+        print(f"FAIL {line}")
+    print(f"{len(found) - failed}/{len(found)} cases passed"
+          + (f", {len(missing)} missing" if missing else ""))
+    return 1 if failed or missing else 0

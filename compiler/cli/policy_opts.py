@@ -1,0 +1,116 @@
+"""The policy options shared by `tjc validate` and `tjc render`, and building the policy set.
+
+The built-in packs are on unless `--no-default-policies` (without the CUE evaluator they are
+left out with a warning saying how to build it); `--policy DIR` adds packs, `--skip`
+turns rules (or whole packs) off for the run, `--policy-values FILE` (YAML, JSON or CUE) sets
+the packs' settings. The CUE evaluator is loaded only when at least one pack is in use.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from compiler.diagnostics import Diagnostic, Location, Severity
+from compiler.errors import TjcError
+
+if TYPE_CHECKING:
+    from compiler.policy.check import PolicyChecker
+
+
+class PolicySetupError(TjcError):
+    """The policies cannot be used (engine missing, broken pack or settings): exit code 2."""
+
+    def __init__(self, diagnostics: list[Diagnostic]) -> None:
+        super().__init__(diagnostics[0])
+        self.diagnostics = diagnostics
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add --policy, --no-default-policies, --skip and --policy-values."""
+    group = parser.add_argument_group("policies (CUE)")
+    group.add_argument("--policy", action="append", default=[], metavar="DIR",
+                       help="also apply the CUE policy packs (*.cue) of DIR; may be repeated")
+    group.add_argument("--no-default-policies", action="store_true",
+                       help="do not apply the built-in packs (security, resources, "
+                       "scheduling, images)")
+    group.add_argument("--skip", action="append", default=[], metavar="RULE",
+                       help="do not apply this rule id or pack (comma-separated; may be "
+                       "repeated); per object: annotation trainjob-compiler/skip-policies")
+    group.add_argument("--policy-values", metavar="FILE",
+                       help="settings for the packs, as YAML, JSON or CUE (e.g. "
+                       "resources: {maxNumNodes: 16})")
+
+
+def _problem(message: str, file: str = "") -> PolicySetupError:
+    diag = Diagnostic(Severity.ERROR, "TJC-POLICY-SETUP", message, subject="policy")
+    return PolicySetupError([diag.at(Location(file, 1, 1)) if file else diag])
+
+
+def load_values(path: str) -> dict[str, Any]:
+    """Pack settings from a YAML/JSON or CUE file."""
+    from compiler import cuelib
+
+    file = Path(path)
+    try:
+        text = file.read_bytes()
+    except OSError as exc:
+        raise _problem(f"cannot read policy values {path}: {exc.strerror}") from None
+    try:
+        data = cuelib.Context().compile(text, path).to_json() if file.suffix == ".cue" \
+            else yaml.safe_load(text)
+    except cuelib.CueError as err:
+        m = err.messages[0] if err.messages else cuelib.CueMessage(str(err))
+        diag = Diagnostic(Severity.ERROR, "TJC-POLICY-SETUP", f"policy values: {m.message}",
+                          subject="policy")
+        raise PolicySetupError([diag.at(Location(m.file or path, m.line or 1,
+                                                 m.column or 1))]) from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        diag = Diagnostic(Severity.ERROR, "TJC-POLICY-SETUP", f"policy values: {exc}",
+                          subject="policy")
+        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        raise PolicySetupError([diag.at(Location(path, line, col))]) from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise _problem("policy values must be a mapping (such as resources: {maxNumNodes: 16})",
+                       path)
+    return data
+
+
+def skips(values: list[str]) -> list[str]:
+    """The rule ids and packs of every --skip."""
+    return [part.strip() for value in values for part in value.split(",") if part.strip()]
+
+
+def build(args: argparse.Namespace) -> PolicyChecker | None:
+    """The policy checker the options ask for, or None when no pack is in use."""
+    from compiler import cuelib
+    from compiler.policy import packs as packs_mod
+    from compiler.policy.check import PolicyChecker
+    from compiler.policy.engine import PolicySet
+
+    folders = [Path(p) for p in args.policy]
+    missing = [str(p) for p in folders if not p.exists()]
+    if missing:
+        raise _problem(f"policy folder not found: {', '.join(missing)}")
+    files = packs_mod.pack_files(folders, builtin=not args.no_default_policies)
+    if not files:
+        return None
+    try:
+        settings = load_values(args.policy_values) if args.policy_values else {}
+        loaded = packs_mod.Loader(settings).load_all(files)
+    except cuelib.EngineMissing as exc:
+        if folders:
+            raise _problem(str(exc)) from None
+        print(f"tjc: warning: the built-in policy packs are not applied: {exc}",
+              file=sys.stderr)
+        return None
+    except packs_mod.PolicyLoadError as exc:
+        raise PolicySetupError(exc.diagnostics) from None
+    return PolicyChecker(PolicySet(loaded, skips(args.skip), settings))

@@ -1,0 +1,6 @@
+"""Policy as code: CUE policy packs applied to TrainJobs, runtimes and the compiled JobSets.
+
+`packs` loads pack files against the contract (`contract.cue`), `views` and `prune` build what a
+rule sees, `engine` evaluates and memoizes, `check` locates violations in the inputs, and
+`testcases` runs a pack folder's own cases. The CUE evaluator itself is `compiler.cuelib`.
+"""

@@ -1,0 +1,129 @@
+"""Policy diagnostics of one input document or one compiled JobSet, located in the inputs.
+
+A violation in a runtime or TrainJob points at its own field. A violation in a compiled JobSet
+points at the input that wrote that field: when the field holds what the runtime's template
+holds, at the runtime (reported once per run, with the runtime as the object, however many
+TrainJobs use it); otherwise at the TrainJob field, runtime patch or plugin that set it, as
+`tjc explain` finds it. Finding (`jobset_findings`) and locating are separate steps, so the
+finding can run in a worker process (`compiler.policy.worker`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from compiler.compile import PreparedRuntime
+from compiler.data import get_path
+from compiler.diagnostics import Diagnostic, Location, ObjectRef
+from compiler.explain import Explainer
+from compiler.loader import Document, Source
+from compiler.policy.engine import PolicySet, Violation
+
+if TYPE_CHECKING:
+    from compiler.policy.worker import Worker
+
+Obj = dict[str, Any]
+Path = tuple[str | int, ...]
+
+
+def object_ref(data: Obj) -> ObjectRef:
+    """kind/namespace/name of a document."""
+    meta = data.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    return ObjectRef(str(data.get("kind", "")), str(meta.get("name", "")),
+                     str(meta.get("namespace") or ""))
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A violation of a compiled JobSet, and whether the runtime's template wrote the field."""
+
+    violation: Violation
+    from_runtime: bool
+
+
+def jobset_findings(policies: PolicySet, trainjob: Obj, prepared: PreparedRuntime,
+                    jobset: Obj) -> list[Finding]:
+    """The violations of the JobSet compiled from a (defaulted) TrainJob."""
+    return [Finding(v, _from_runtime(v.path, jobset, prepared))
+            for v in policies.check("JobSet", jobset, trainjob)]
+
+
+class PolicyChecker:
+    """Runs a policy set on inputs and JobSets, and locates what it finds in the inputs."""
+
+    def __init__(self, policies: PolicySet) -> None:
+        self.policies = policies
+        self._emitted: set[Diagnostic] = set()
+
+    def document(self, doc: Document, data: Obj) -> list[Diagnostic]:
+        """Violations of a TrainJob or runtime (defaulted `data`), located in `doc`."""
+        kind, ref = str(data.get("kind", "")), object_ref(doc.data)
+        out = [_with(v, doc.locate(v.path), ref) for v in self.policies.check(kind, data)]
+        return sorted(out, key=lambda d: (d.locations, d.rule, d.message))
+
+    def jobset(self, tj: Document, trainjob: Obj, runtime: Document, prepared: PreparedRuntime,
+               jobset: Obj) -> list[Diagnostic]:
+        """Violations of the JobSet compiled from a TrainJob, located in the inputs."""
+        return self.locate(tj, runtime, jobset_findings(self.policies, trainjob, prepared,
+                                                        jobset))
+
+    def locate(self, tj: Document, runtime: Document, findings: Sequence[Finding]
+               ) -> list[Diagnostic]:
+        """Diagnostics of a TrainJob's JobSet findings: at the runtime when its template wrote
+        the field, else where `tjc explain` traces the field to."""
+        explainer: Explainer | None = None
+        out = []
+        for f in findings:
+            if f.from_runtime:
+                inner: Path = ("spec", "template", *f.violation.path)
+                out.append(_with(f.violation, runtime.locate(inner), object_ref(runtime.data),
+                                 inner))
+                continue
+            explainer = explainer or Explainer(tj, runtime)
+            jobset = next((o for o in explainer.result.objects if o.get("kind") == "JobSet"), {})
+            out.append(_with(f.violation, _traced(f.violation.path, jobset, explainer, tj),
+                             object_ref(tj.data)))
+        return out
+
+    def start_worker(self, sources: Sequence[Source]) -> Worker | None:
+        """A worker process for the JobSet stage of a large input (None: do it inline)."""
+        from compiler.policy import worker
+
+        return worker.start(self.policies, sources)
+
+    def once(self, diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
+        """The diagnostics without the policy ones already emitted (a runtime's violation is
+        found again in every JobSet that copies the field)."""
+        out = []
+        for d in diagnostics:
+            if d.subject == "policy":
+                if d in self._emitted:
+                    continue
+                self._emitted.add(d)
+            out.append(d)
+        return out
+
+
+def _with(v: Violation, where: Location, ref: ObjectRef, path: Path | None = None) -> Diagnostic:
+    d = v.diagnostic().at(where)
+    return Diagnostic(d.severity, d.rule, d.message, d.path if path is None else path, ref,
+                      d.subject, d.locations)
+
+
+def _from_runtime(path: Path, jobset: Obj, prepared: PreparedRuntime) -> bool:
+    """Whether the JobSet holds at `path` exactly what the runtime's template holds."""
+    if len(path) < 2 or path[0] != "spec":
+        return False
+    return bool(get_path(jobset, *path) == get_path(prepared.spec, *path[1:]))
+
+
+def _traced(path: Path, jobset: Obj, explainer: Explainer, tj: Document) -> Location:
+    """Where the input that set `path` (or its nearest traced ancestor) is written."""
+    for end in range(len(path), 1, -1):
+        entry = explainer.attribute(path[:end], get_path(jobset, *path[:end]))
+        if entry.source is not None:
+            return entry.source[0].locate(entry.source[1])
+    return tj.locate(("spec",))

@@ -1,0 +1,134 @@
+"""Evaluating policy packs on documents: violations with rule, severity, path and message.
+
+For each pack, the document's policy input (`views.policy_input`) is cut down to what the pack
+can read (`prune`), and equal remainders are evaluated once (the rules are pure functions of
+their input and settings). Rules are skipped per run (`--skip`) or per object (the annotation
+`trainjob-compiler/skip-policies`; a JobSet follows its TrainJob's), by rule id or pack name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from compiler import cuelib
+from compiler.diagnostics import Diagnostic, Location, Severity
+from compiler.policy.packs import Pack, Rule
+from compiler.policy.prune import prune
+from compiler.policy.views import policy_input
+
+SKIP_ANNOTATION = "trainjob-compiler/skip-policies"
+SEVERITY = {"deny": Severity.ERROR, "warn": Severity.WARNING}
+_MEMO_LIMIT = 100_000
+
+Obj = dict[str, Any]
+Path = tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One rule broken by one document, at a field path inside it."""
+
+    rule: Rule
+    path: Path
+    message: str
+
+    def diagnostic(self) -> Diagnostic:
+        """The violation as an unlocated diagnostic."""
+        return Diagnostic(SEVERITY[self.rule.severity], self.rule.id, self.message, self.path,
+                          subject="policy")
+
+
+def skipped_by(rule_id: str, skips: Collection[str]) -> bool:
+    """Whether a skip list names the rule or its pack."""
+    return rule_id in skips or rule_id.split(".", 1)[0] in skips
+
+
+def annotation_skips(obj: Obj | None) -> frozenset[str]:
+    """The rule ids and packs an object's skip annotation names."""
+    meta = (obj or {}).get("metadata")
+    annotations = meta.get("annotations") if isinstance(meta, dict) else None
+    raw = annotations.get(SKIP_ANNOTATION) if isinstance(annotations, dict) else None
+    return frozenset(p.strip() for p in str(raw or "").split(",") if p.strip())
+
+
+class PolicySet:
+    """Loaded packs, the run's skips, and the memo of evaluations."""
+
+    def __init__(self, packs: Sequence[Pack], skip: Iterable[str] = (),
+                 settings: Obj | None = None) -> None:
+        self.packs = list(packs)
+        self.skip = frozenset(skip)
+        self.settings = settings or {}
+        self._memo: dict[tuple[str, tuple[str, ...], str], tuple[Violation, ...]] = {}
+        self._applicable: dict[tuple[str, str, frozenset[str]], list[Rule]] = {}
+        self.evaluations = 0
+        self.errors: list[Diagnostic] = []
+        self._reported: set[tuple[str, str]] = set()
+
+    def rules(self) -> list[Rule]:
+        """Every rule of every pack, in pack order."""
+        return [rule for pack in self.packs for rule in pack.rules.values()]
+
+    def check(self, kind: str, obj: Obj, trainjob: Obj | None = None) -> list[Violation]:
+        """Every violation of one document (a JobSet with the TrainJob it came from)."""
+        skips = self.skip | annotation_skips(trainjob if kind == "JobSet" else obj)
+        full: Obj | None = None
+        found: list[Violation] = []
+        for pack in self.packs:
+            rules = self._rules(pack, kind, skips)
+            if not rules:
+                continue
+            full = full if full is not None else policy_input(kind, obj, trainjob)
+            found += self._evaluate(pack, rules, prune(full, pack.reads))
+        return found
+
+    def _rules(self, pack: Pack, kind: str, skips: frozenset[str]) -> list[Rule]:
+        key = (pack.name, kind, skips)
+        rules = self._applicable.get(key)
+        if rules is None:
+            rules = [r for r in pack.rules.values()
+                     if kind in r.applies_to and not skipped_by(r.id, skips)]
+            self._applicable[key] = rules
+        return rules
+
+    def _evaluate(self, pack: Pack, rules: list[Rule], pruned: Obj) -> tuple[Violation, ...]:
+        # repr is a faithful key: equal data built in the same key order prints the same, and
+        # pruning visits keys in the read trie's order (data in another order only misses).
+        ids = tuple(r.id for r in rules)
+        key = (pack.name, ids, repr(pruned))
+        found = self._memo.get(key)
+        if found is None:
+            if len(self._memo) > _MEMO_LIMIT:
+                self._memo.clear()
+            self.evaluations += 1
+            result = pack.value.eval_batch([{"rules": list(ids), "input": pruned}])[0]
+            found = self._memo[key] = self._violations(pack, rules, result)
+        return found
+
+    def _violations(self, pack: Pack, rules: list[Rule], result: Obj) -> tuple[Violation, ...]:
+        out: list[Violation] = []
+        for rule in rules:
+            outcome = result.get(rule.id) or {}
+            if outcome.get("errors"):
+                self._rule_failed(pack, rule, outcome["errors"])
+                continue
+            for item in outcome.get("violations") or []:
+                path = tuple(p for p in item.get("path") or () if isinstance(p, (str, int)))
+                out.append(Violation(rule, path, str(item.get("message") or rule.message)))
+        return tuple(out)
+
+    def _rule_failed(self, pack: Pack, rule: Rule, errors: list[Obj]) -> None:
+        """A rule that cannot be evaluated is the policy's bug: reported once, at the rule."""
+        raw = errors[0]
+        first = cuelib.CueMessage(str(raw.get("message", "")), str(raw.get("file", "")),
+                                  int(raw.get("line", 0)), int(raw.get("column", 0)))
+        key = (rule.id, first.message)
+        if key in self._reported:
+            return
+        self._reported.add(key)
+        where = Location(first.file or pack.file, first.line or 1, first.column or 1)
+        self.errors.append(Diagnostic(
+            Severity.ERROR, "TJC-POLICY-ERROR",
+            f"rule {rule.id} cannot be evaluated: {first.message}", subject="policy").at(where))

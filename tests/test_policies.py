@@ -1,0 +1,305 @@
+"""CUE policies: the built-in packs, user packs, exemptions, locations and the engine."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from compiler import cuelib
+from compiler.builtin import builtin_runtimes
+from compiler.cli.main import main
+from compiler.loader import read_sources
+from compiler.policy.packs import Loader, pack_files
+from compiler.policy.prune import prune
+from compiler.policy.views import policy_input
+from compiler.render import JobResult, render_stream
+
+ROOT = Path(__file__).resolve().parent.parent
+CASES = ROOT / "policies" / "testdata"
+
+TEAM_POLICY = """\
+package team
+
+input: _
+
+rules: "team.label": {
+\tseverity:  "deny"
+\tappliesTo: ["TrainJob"]
+\tmessage:   "every TrainJob needs a team label"
+\tviolations: [if input.object.metadata.labels.team == _|_ {path: ["metadata", "labels"]}]
+}
+"""
+
+TRAINJOB = """\
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata:
+  name: job
+  namespace: team-a
+{annotations}spec:
+  runtimeRef:
+    name: torch-distributed
+  trainer:
+    numNodes: 2
+    image: ghcr.io/acme/trainer:latest
+"""
+
+
+def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(args)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_builtin_packs_pass_their_own_cases(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["policies", "test"], capsys)
+    assert code == 0, out
+    assert "31/31 cases passed" in out
+
+
+def test_every_builtin_rule_is_listed(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["policies", "list", "-o", "json"], capsys)
+    rules = {r["id"]: r for r in json.loads(out)}
+    assert code == 0
+    assert rules["security.privileged"]["severity"] == "deny"
+    assert rules["security.run-as-non-root"]["severity"] == "warn"
+    assert rules["images.tag"]["severity"] == "warn"
+    assert {r["pack"] for r in rules.values()} == {"security", "resources", "scheduling",
+                                                   "images"}
+
+
+def test_show_prints_the_rule_source(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["policies", "show", "security.privileged"], capsys)
+    assert code == 0
+    assert 'rules: "security.privileged"' in out and "[deny]" in out
+
+
+def test_builtin_runtimes_and_examples_have_no_policy_errors(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["validate", "runtimes", "examples"], capsys)
+    assert code == 0, out
+    assert "[security.run-as-non-root]" in out  # warnings are allowed, and reported
+
+
+def test_a_case_fails_when_its_rule_does_not_fire(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "team.cue").write_text(TEAM_POLICY)
+    (tmp_path / "testdata").mkdir()
+    labelled = TRAINJOB.format(annotations="  labels: {team: a}\n")
+    (tmp_path / "testdata" / "wrong.yaml").write_text(
+        "# rule: team.label\n# expect: fail\n" + labelled)
+    code, out, _ = run(["policies", "test", str(tmp_path)], capsys)
+    assert code == 1
+    assert "FAIL wrong.yaml" in out and "team.label: no `expect: pass` case" in out
+
+
+def test_user_policy_is_located_at_the_trainjob(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "team.cue").write_text(TEAM_POLICY)
+    job = tmp_path / "job.yaml"
+    job.write_text(TRAINJOB.format(annotations=""))
+    code, out, _ = run(["validate", str(job), "--policy", str(tmp_path)], capsys)
+    assert code == 1
+    assert f"{job}:4:3: error: TrainJob team-a/job: metadata.labels: every TrainJob needs a " \
+           "team label [team.label]" in out
+    code, out, _ = run(["validate", str(job), "--policy", str(tmp_path), "--skip",
+                        "team.label"], capsys)
+    assert code == 0 and "team.label" not in out
+
+
+def test_jobset_violation_points_at_the_trainjob_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    job = tmp_path / "job.yaml"
+    job.write_text(TRAINJOB.format(annotations=""))
+    code, out, _ = run(["validate", str(job)], capsys)
+    assert code == 0
+    assert f"{job}:11:12: warning: TrainJob team-a/job: spec.replicatedJobs[0].template.spec." \
+           "template.spec.containers[0].image: image ghcr.io/acme/trainer:latest is tagged " \
+           "latest" in out
+
+
+def test_annotation_exempts_one_object(tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    job = tmp_path / "job.yaml"
+    job.write_text(TRAINJOB.format(
+        annotations="  annotations:\n    trainjob-compiler/skip-policies: images\n"))
+    code, out, _ = run(["validate", str(job)], capsys)
+    assert code == 0 and "images.tag" not in out
+
+
+def test_deny_in_render_drops_the_objects(tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    values = tmp_path / "values.yaml"
+    values.write_text("resources: {maxNumNodes: 1}\n")
+    job = tmp_path / "job.yaml"
+    job.write_text(TRAINJOB.format(annotations=""))
+    code, out, err = run(["render", str(job), "--policy-values", str(values)], capsys)
+    assert code == 1 and out == ""
+    assert f"{job}:10:15: error:" in err and "[resources.max-nodes]" in err
+
+
+def test_broken_policy_file_is_reported_at_its_line(tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "bad.cue").write_text("package bad\n\nrules: {\n  x: 1 +\n}\n")
+    code, _, err = run(["validate", "examples", "--policy", str(tmp_path)], capsys)
+    assert code == 2
+    assert "bad.cue:5:1: error:" in err and "[TJC-POLICY-INVALID]" in err
+
+
+def test_rule_breaking_the_contract_is_reported_at_the_rule(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "odd.cue").write_text(TEAM_POLICY.replace('"deny"', '"block"'))
+    code, _, err = run(["policies", "list", "--policy", str(tmp_path)], capsys)
+    assert code == 2
+    assert "odd.cue:6:" in err and "[TJC-POLICY-INVALID]" in err
+
+
+def test_missing_engine_says_how_to_install(tmp_path: Path) -> None:
+    (tmp_path / "team.cue").write_text(TEAM_POLICY)
+    env = {**os.environ, "TJC_LIBCUE": str(tmp_path / "absent.so")}
+    cmd = [sys.executable, "-m", "compiler", "validate", str(ROOT / "examples")]
+    explicit = subprocess.run([*cmd, "--policy", str(tmp_path)], env=env, capture_output=True,
+                              text=True, check=False)
+    assert explicit.returncode == 2 and "make setup" in explicit.stderr
+    assert "Traceback" not in explicit.stderr
+    default = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    assert default.returncode == 0 and "not applied" in default.stderr
+
+
+def test_binding_compiles_unifies_and_reports_positions() -> None:
+    ctx = cuelib.Context()
+    value = ctx.compile("a: int\nb: a + 1", "x.cue").unify(ctx.compile("a: 2"))
+    assert value.lookup("b").to_json() == 3
+    with pytest.raises(cuelib.CueError) as caught:
+        ctx.compile("a: 1\na: 2", "y.cue").validate()
+    assert (caught.value.messages[0].file, caught.value.messages[0].line) == ("y.cue", 2)
+
+
+def test_pruned_inputs_give_the_same_results_as_whole_ones() -> None:
+    """The read-set analysis may only drop data no rule reads: compare with whole inputs."""
+    packs = Loader().load_all(pack_files([], builtin=True))
+    sources = read_sources([str(p) for p in sorted(CASES.glob("*.yaml"))] + ["examples"])
+    jobsets = [(o, r.trainjob.data) for r in render_stream(sources, builtin_runtimes())
+               if isinstance(r, JobResult) for o in r.objects if o["kind"] == "JobSet"]
+    assert len(jobsets) > 10
+    for obj, trainjob in jobsets:
+        full = policy_input("JobSet", obj, trainjob)
+        for pack in packs:
+            ids = [r.id for r in pack.rules.values() if "JobSet" in r.applies_to]
+            pruned = prune(full, pack.reads)
+            assert len(json.dumps(pruned)) < len(json.dumps(full))
+            assert pack.value.eval_batch([{"rules": ids, "input": pruned}]) == \
+                pack.value.eval_batch([{"rules": ids, "input": full}])
+
+
+def test_readme_example_is_the_tested_pack(capsys: pytest.CaptureFixture[str]) -> None:
+    example = ROOT / "docs" / "policy-example"
+    assert (example / "vision.cue").read_text() in (ROOT / "README.md").read_text()
+    code, out, _ = run(["policies", "test", str(example)], capsys)
+    assert code == 0 and "4/4 cases passed" in out, out
+
+
+MIXED_JOBS = """\
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainingRuntime
+metadata: {name: own, namespace: team-a}
+spec:
+  mlPolicy: {numNodes: 1, torch: {}}
+  template:
+    spec:
+      replicatedJobs:
+        - name: node
+          template:
+            metadata:
+              labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}
+            spec:
+              template:
+                spec:
+                  containers:
+                    - name: node
+                      image: ghcr.io/acme/trainer:1.0
+                      securityContext: {privileged: true}
+""" + "".join(f"""---
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata: {{name: job-{i}, namespace: team-a}}
+spec:
+  runtimeRef: {{name: {runtime}{kind}}}
+  trainer: {{numNodes: {nodes}, image: "{image}"}}
+""" for i, (runtime, kind, nodes, image) in enumerate([
+    ("torch-distributed", "", 8, "ghcr.io/acme/t:1"),
+    ("jax-distributed", "", 2, "docker.io/acme/t:latest"),
+    ("torch-distributed", "", "x", "ghcr.io/acme/t:1"),
+    ("own", ", kind: TrainingRuntime", 2, "nvcr.io/nvidia/pytorch:25.01-py3"),
+    ("own", ", kind: TrainingRuntime", 16, "ghcr.io/acme/t"),
+]))
+
+
+def _validate_all(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, worker: str) -> list[str]:
+    from compiler.policy.check import PolicyChecker
+    from compiler.policy.engine import PolicySet
+    from compiler.validation import validate_stream
+
+    monkeypatch.setenv("TJC_POLICY_WORKER", worker)
+    (tmp_path / "jobs.yaml").write_text(MIXED_JOBS)
+    settings = {"resources": {"maxNumNodes": 4, "maxGPUs": 8},
+                "images": {"allowedRegistries": ["ghcr.io", "nvcr.io"]}}
+    files = pack_files([ROOT / "docs" / "policy-example"], builtin=True)
+    checker = PolicyChecker(PolicySet(Loader(settings).load_all(files), settings=settings))
+    inputs = [str(tmp_path / "jobs.yaml"), str(ROOT / "docs" / "policy-example" / "testdata")]
+    return [d.text() for d in validate_stream(read_sources(inputs), builtin_runtimes(),
+                                              policies=checker)]
+
+
+def test_worker_process_finds_what_the_inline_stage_finds(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    inline = _validate_all(monkeypatch, tmp_path, "0")
+    for rule in ("resources.max-nodes", "images.allowed-registries", "images.tag",
+                 "security.privileged", "vision.gpu-image", "TJC-SCHEMA-TYPE"):
+        assert any(f"[{rule}]" in line for line in inline), (rule, inline)
+    assert _validate_all(monkeypatch, tmp_path, "1") == inline
+
+
+def test_a_failed_worker_leaves_the_stage_to_the_parent(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from compiler.policy import worker
+
+    inline = _validate_all(monkeypatch, tmp_path, "0")
+    monkeypatch.setattr(worker.Worker, "_read", lambda self: None)
+    assert _validate_all(monkeypatch, tmp_path, "1") == inline
+
+
+def test_cue_values_file_and_user_pack_in_render(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "team.cue").write_text(TEAM_POLICY)
+    values = tmp_path / "values.cue"
+    values.write_text("images: allowedRegistries: [\"registry.example.com\"]\n")
+    job = tmp_path / "job.yaml"
+    job.write_text(TRAINJOB.format(annotations=""))
+    code, out, err = run(["render", str(job), "--policy-values", str(values)], capsys)
+    assert code == 1 and out == "" and "[images.allowed-registries]" in err
+    code, out, err = run(["render", str(job), "--policy", str(tmp_path)], capsys)
+    assert code == 1 and out == "" and "[team.label]" in err
+    code, out, err = run(["render", str(job), "--no-default-policies"], capsys)
+    assert code == 0 and "kind: JobSet" in out and "images.tag" not in err
+
+
+def test_broken_values_file_is_a_usage_error(tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    values = tmp_path / "values.yaml"
+    values.write_text("resources: {maxNumNodes: many}\n")
+    code, _, err = run(["validate", "examples", "--policy-values", str(values)], capsys)
+    assert code == 2 and "[TJC-POLICY-INVALID]" in err and "Traceback" not in err
+
+
+def test_policy_diagnostics_in_sarif(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    job = tmp_path / "job.yaml"
+    job.write_text(TRAINJOB.format(annotations=""))
+    code, out, _ = run(["validate", str(job), "--format", "sarif"], capsys)
+    results = json.loads(out)["runs"][0]["results"]
+    assert code == 0 and any(r["ruleId"] == "images.tag" for r in results)
