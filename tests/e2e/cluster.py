@@ -48,8 +48,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
-from kubernetes import config as k8s_config  # type: ignore[import-untyped]
-from kubernetes.client.exceptions import ApiException  # type: ignore[import-untyped]
+from kubernetes import config as k8s_config
+from kubernetes.client.exceptions import ApiException
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BUILD_SCRIPT = REPO_ROOT / "e2e" / "cluster" / "build.sh"

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 import yaml
-from kubernetes import client as k8s_client  # type: ignore[import-untyped]
+from kubernetes import client as k8s_client
 
 from tests.e2e import cluster as cl
 
