@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from compiler.controller.kube import ApiError, Gone, Kube, Resource
+from compiler.controller.kube import Gone, Kube, Resource
 
 Obj = dict[str, Any]
 Key = tuple[str, str]
@@ -68,12 +68,10 @@ class Informer:
                 self._watch(version)
             except Gone:
                 LOG.info("%s: watch expired, listing again", self.res.plural)
-            except (ApiError, OSError, ValueError) as exc:
-                LOG.warning("%s: %s; listing again", self.res.plural, exc)
-                self._stop.wait(1.0)
-            except Exception as exc:  # the client's connection errors vary by version
-                LOG.warning("%s: %s: %s; listing again", self.res.plural,
-                            type(exc).__name__, exc)
+            except Exception as exc:  # API and connection errors alike (they vary by version)
+                if not self._stop.is_set():
+                    LOG.warning("%s: %s: %s; listing again", self.res.plural,
+                                type(exc).__name__, exc)
                 self._stop.wait(1.0)
 
     def _relist(self) -> str:

@@ -139,16 +139,27 @@ class Controller:
             while not informer.synced.wait(0.5):
                 if self.stop.is_set():
                     return 0
-        for i in range(max(1, self.options.workers)):
-            threading.Thread(target=self.work, name=f"worker-{i}", daemon=True).start()
+        workers = [threading.Thread(target=self.work, name=f"worker-{i}", daemon=True)
+                   for i in range(max(1, self.options.workers))]
+        for worker in workers:
+            worker.start()
         self.metrics.ready.set()
         LOG.info("controller running (%s)", self.options.namespace or "all namespaces")
+        code = 0
         while not self.stop.wait(0.5):
             if elector is not None and elector.lost.is_set():
-                self.queue.shutdown()
-                return 1
+                code = 1
+                break
+        self._shutdown(workers)
+        return code
+
+    def _shutdown(self, workers: list[threading.Thread]) -> None:
+        """Let the workers finish the keys they hold, then stop watching."""
         self.queue.shutdown()
-        return 0
+        for worker in workers:
+            worker.join(10)
+        for informer in [self.trainjobs, *self.owned]:
+            informer.stop()
 
 
 def run(options: Options) -> int:

@@ -89,7 +89,9 @@ class Reconciler:
     def _apply_objects(self, trainjob: Obj, status: Obj, now: float) -> Obj | None:
         runtime = snapshot.resolve(self.kube, trainjob)
         meta = trainjob["metadata"]
-        keys = None if self._exists(SECRET, meta, "-mpi-ssh-auth") else self.ssh_keys
+        mpi = ((runtime.get("spec") or {}).get("mlPolicy") or {}).get("mpi") is not None
+        keys = self.ssh_keys if mpi and not self._exists(SECRET, meta, "-mpi-ssh-auth") \
+            else None
         result = compile_trainjob(trainjob, runtime, options=CompileOptions(ssh_keys=keys))
         errors = [d for d in result.diagnostics if d.severity is Severity.ERROR]
         if errors:

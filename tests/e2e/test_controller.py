@@ -20,6 +20,7 @@ from compiler.controller.kube import (
     TRAINING_RUNTIME,
     TRAINJOB,
     Kube,
+    Resource,
 )
 from compiler.controller.manager import Controller, Options
 from tests.e2e import cluster as cl
@@ -59,8 +60,6 @@ def namespace(kube: Kube) -> str:
 
 
 def cl_namespace() -> Any:
-    from compiler.controller.kube import Resource
-
     return Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 
 
@@ -207,3 +206,36 @@ def _events() -> Any:
     from compiler.controller.manager import EVENTS
 
     return EVENTS
+
+
+def train_function() -> None:
+    """What the SDK packs into the TrainJob's command."""
+    print("training")
+
+
+def test_kubeflow_sdk_trains_on_jax_and_torch(e2e_cluster: cl.Cluster, kube: Kube,
+                                              controller: Controller, namespace: str) -> None:
+    from kubeflow.trainer import CustomTrainer, KubernetesBackendConfig, TrainerClient
+
+    system = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
+    if kube.get(system, None, "kubeflow-system") is None:
+        kube.create(system, None, {"apiVersion": "v1", "kind": "Namespace",
+                                   "metadata": {"name": "kubeflow-system"}})
+    kube.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+        "name": "kubeflow-trainer-public", "namespace": "kubeflow-system"},
+        "data": {"kubeflow_trainer_version": "v2.3.0"}})
+    client = TrainerClient(KubernetesBackendConfig(namespace=namespace,
+                                                   config_file=e2e_cluster.kubeconfig))
+    names = {r.name for r in client.list_runtimes()}
+    assert {p.stem for p in RUNTIMES.glob("*.yaml")} <= names
+    for runtime in ("jax-distributed", "torch-distributed"):
+        name = client.train(runtime=runtime,
+                            trainer=CustomTrainer(func=train_function, num_nodes=2))
+        created = kube.get(TRAINJOB, namespace, name)
+        assert created is not None
+        jobset = eventually(lambda name=name: kube.get(JOBSET, namespace, name))  # type: ignore[misc]
+        owner = jobset["metadata"]["ownerReferences"][0]
+        assert (owner["kind"], owner["uid"]) == ("TrainJob", created["metadata"]["uid"])
+        node = jobset["spec"]["replicatedJobs"][-1]["template"]["spec"]["template"]["spec"][
+            "containers"][0]
+        assert node["command"] == created["spec"]["trainer"]["command"]
