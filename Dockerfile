@@ -23,7 +23,7 @@ COPY runtimes/ runtimes/
 COPY schemas/ schemas/
 COPY policies/ policies/
 COPY compiler/ compiler/
-RUN /opt/tjc/bin/pip install -c constraints.txt . \
+RUN /opt/tjc/bin/pip install -c constraints.txt ".[controller]" \
     && /opt/tjc/bin/python -c "import compiler.builtin"
 
 # --- the image ---------------------------------------------------------------------------------

@@ -13,7 +13,9 @@ folder that holds `kubeflow-trainer-v2.3.0/crds/` and `jobset-v0.12.0/`. It writ
   CRDs the controller's deployment installs: upstream's CRD with schema descriptions dropped
   (everything the API server acts on kept: types, defaults, list and map types, CEL rules,
   the status subresource, printer columns) and no controller-gen annotation. JobSet's CRD is
-  not shipped: the JobSet release installs it.
+  not shipped: the JobSet release installs it;
+- `tests/e2e/crds/<upstream file name>`: JobSet's CRD made the same way, for the end-to-end
+  tests' own API server (which has no JobSet release installed).
 
 `--check` compares instead of writing and exits 1 when a generated file is stale.
 """
@@ -236,6 +238,8 @@ def render_outputs(upstream: Path) -> dict[Path, str]:
     for kind in DEPLOYED_CRDS:
         name = Path(SOURCES[kind][0]).name
         outputs[ROOT / "deploy" / "crds" / name] = deploy_crd(upstream, kind)
+    name = Path(SOURCES["jobset"][0]).name
+    outputs[ROOT / "tests" / "e2e" / "crds" / name] = deploy_crd(upstream, "jobset")
     return outputs
 
 

@@ -5,7 +5,7 @@ The tests run when they can: with `KUBECONFIG` set, against that cluster; otherw
 `TJC_E2E=1`, which makes a missing prerequisite a failure (CI sets it). `TJC_E2E=0` skips them.
 
 The CRDs come from `TJC_E2E_CRDS` (files or dirs, separated by the path separator), by default
-the upstream data beside the repo (`../shared/upstream`, as the Makefile's `UPSTREAM`).
+the project's own generated copies: `deploy/crds/` (Trainer) and `tests/e2e/crds/` (JobSet).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def e2e_crd_paths() -> list[Path]:
     if configured:
         paths = [Path(p) for p in configured.split(os.pathsep) if p]
     else:
-        paths = [cl.REPO_ROOT.parent / "shared" / "upstream"]
+        paths = [cl.REPO_ROOT / "deploy" / "crds", cl.REPO_ROOT / "tests" / "e2e" / "crds"]
     missing = [str(p) for p in paths if not p.exists()]
     if missing:
         _unavailable(f"CRDs not found at {', '.join(missing)} (set TJC_E2E_CRDS)")
