@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-import kubernetes.config  # type: ignore[import-untyped]
+import kubernetes.config
 import pytest
 import urllib3
 from kubeflow.trainer import (

@@ -11,7 +11,14 @@ import sys
 from collections.abc import Sequence
 
 from compiler import __version__
-from compiler.cli import explain_cmd, policies_cmd, render_cmd, runtimes_cmd, validate_cmd
+from compiler.cli import (
+    controller_cmd,
+    explain_cmd,
+    policies_cmd,
+    render_cmd,
+    runtimes_cmd,
+    validate_cmd,
+)
 from compiler.cli.policy_opts import PolicySetupError
 from compiler.errors import InputError
 
@@ -59,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     runtimes_cmd.register(verbs)
     explain_cmd.register(verbs)
     policies_cmd.register(verbs)
+    controller_cmd.register(verbs)
     return parser
 
 

@@ -1,0 +1,52 @@
+"""`tjc controller`: run the reconcile controller against a cluster."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from typing import Any
+
+HELP = "run the TrainJob controller: compile every TrainJob and apply its JobSet"
+EPILOG = """\
+examples:
+  tjc controller                                   in-cluster config or ~/.kube/config
+  tjc controller --kubeconfig kind.yaml --namespace team-a
+  tjc controller --all-namespaces --leader-elect --workers 8
+
+Serves Prometheus metrics on /metrics and probes on /healthz and /readyz (--metrics-port).
+exit codes: 0 stopped by a signal, 1 lost the leader lease, 2 usage error.
+"""
+
+
+def register(verbs: Any) -> None:
+    """Add the `controller` verb."""
+    parser = verbs.add_parser("controller", help=HELP, description=HELP[0].upper() + HELP[1:]
+                              + ".", epilog=EPILOG,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig file (default: "
+                        "in-cluster config, then $KUBECONFIG or ~/.kube/config)")
+    scope = parser.add_mutually_exclusive_group()
+    scope.add_argument("--namespace", metavar="NS", help="watch one namespace only")
+    scope.add_argument("--all-namespaces", action="store_true",
+                       help="watch every namespace (the default)")
+    parser.add_argument("--workers", type=int, default=4, metavar="N",
+                        help="TrainJobs reconciled at once (default 4)")
+    parser.add_argument("--metrics-port", type=int, default=8080, metavar="P",
+                        help="port of /metrics, /healthz and /readyz (default 8080)")
+    parser.add_argument("--leader-elect", action="store_true",
+                        help="reconcile only while holding the Lease tjc-controller (in "
+                        "$POD_NAMESPACE, else default)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log every retry")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Start the controller."""
+    from compiler.controller.manager import Options
+    from compiler.controller.manager import run as run_controller
+
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(message)s")
+    return run_controller(Options(kubeconfig=args.kubeconfig, namespace=args.namespace,
+                                  workers=args.workers, metrics_port=args.metrics_port,
+                                  leader_elect=args.leader_elect))

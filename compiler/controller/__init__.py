@@ -1,0 +1,8 @@
+"""`tjc controller`: the thin reconcile controller for TrainJobs.
+
+Watches TrainJobs and the objects they own (`informer`), queues their keys (`workqueue`),
+and reconciles each (`reconcile`) by compiling it with the core and server-side applying the
+result (`kube`), keeping upstream's status rules (`status`) and runtime snapshot
+(`snapshot`). `leader` elects one active replica through a Lease, `metrics` serves Prometheus
+metrics and health probes, `manager` wires it all. The core never imports this package.
+"""

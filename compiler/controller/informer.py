@@ -1,0 +1,105 @@
+"""List+watch one resource into a local store, calling back on every change.
+
+An informer lists the resource (all namespaces, or one), then watches from the list's
+resourceVersion; a 410 Gone, a dropped connection or any error lists again (after a short
+pause when it failed). The store holds the latest object per (namespace, name) for the
+reconciler to read without a request. Runs in its own thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from compiler.controller.kube import Gone, Kube, Resource
+
+Obj = dict[str, Any]
+Key = tuple[str, str]
+Handler = Callable[[str, Obj], None]
+LOG = logging.getLogger("tjc.controller")
+
+
+def key_of(obj: Obj) -> Key:
+    """(namespace, name) of an object."""
+    meta = obj.get("metadata") or {}
+    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
+class Informer:
+    """A watched resource and its store."""
+
+    def __init__(self, kube: Kube, res: Resource, namespace: str | None,
+                 handler: Handler) -> None:
+        self.kube, self.res, self.namespace, self.handler = kube, res, namespace, handler
+        self._store: dict[Key, Obj] = {}
+        self._lock = threading.Lock()
+        self.synced = threading.Event()
+        self._stop = threading.Event()
+        self.relists = 0
+
+    def get(self, namespace: str, name: str) -> Obj | None:
+        """The stored object, or None."""
+        with self._lock:
+            return self._store.get((namespace, name))
+
+    def items(self) -> list[Obj]:
+        """Every stored object."""
+        with self._lock:
+            return list(self._store.values())
+
+    def start(self) -> threading.Thread:
+        """Run in a daemon thread."""
+        thread = threading.Thread(target=self.run, name=f"informer-{self.res.plural}",
+                                  daemon=True)
+        thread.start()
+        return thread
+
+    def stop(self) -> None:
+        """Stop after the current watch ends."""
+        self._stop.set()
+
+    def run(self) -> None:
+        """List, then watch, until stopped."""
+        while not self._stop.is_set():
+            try:
+                version = self._relist()
+                self._watch(version)
+            except Gone:
+                LOG.info("%s: watch expired, listing again", self.res.plural)
+            except Exception as exc:  # API and connection errors alike (they vary by version)
+                if not self._stop.is_set():
+                    LOG.warning("%s: %s: %s; listing again", self.res.plural,
+                                type(exc).__name__, exc)
+                self._stop.wait(1.0)
+
+    def _relist(self) -> str:
+        items, version = self.kube.list(self.res, self.namespace)
+        fresh = {key_of(item): item for item in items}
+        with self._lock:
+            gone = [obj for key, obj in self._store.items() if key not in fresh]
+            self._store = fresh
+        self.relists += 1
+        for obj in gone:
+            self.handler("DELETED", obj)
+        for item in items:
+            self.handler("ADDED", item)
+        self.synced.set()
+        return version
+
+    def _watch(self, version: str) -> None:
+        while not self._stop.is_set():
+            for kind, obj in self.kube.watch(self.res, self.namespace, version):
+                meta = obj.get("metadata") or {}
+                version = str(meta.get("resourceVersion") or version)
+                if kind == "BOOKMARK":
+                    continue
+                with self._lock:
+                    if kind == "DELETED":
+                        self._store.pop(key_of(obj), None)
+                    else:
+                        self._store[key_of(obj)] = obj
+                self.handler(kind, obj)
+                if self._stop.is_set():
+                    return

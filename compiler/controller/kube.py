@@ -1,0 +1,225 @@
+"""The controller's access to the API server: plain-dict objects over the `kubernetes` client.
+
+Every call is one REST request through `kubernetes.client.ApiClient` (its configuration,
+authentication and TLS): GET, LIST, WATCH (a stream of events, `Gone` on 410), server-side
+apply with one field manager, JSON merge patch of the status subresource, DELETE, and the
+create/update a Lease needs. Objects stay JSON dicts, as the compiler takes and gives them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+Obj = dict[str, Any]
+FIELD_MANAGER = "trainer"
+
+
+@dataclass(frozen=True)
+class Resource:
+    """A REST resource: where it lives and whether it is namespaced."""
+
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool = True
+
+    @property
+    def api_version(self) -> str:
+        """`group/version`, or `version` for the core group."""
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def path(self, namespace: str | None = None, name: str | None = None,
+             sub: str | None = None) -> str:
+        """The URL path of the collection, or of one object (and a subresource)."""
+        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if self.namespaced and namespace:
+            base += f"/namespaces/{quote(namespace)}"
+        base += f"/{self.plural}"
+        if name:
+            base += f"/{quote(name)}"
+        if sub:
+            base += f"/{sub}"
+        return base
+
+
+TRAINJOB = Resource("trainer.kubeflow.org", "v1alpha1", "trainjobs", "TrainJob")
+TRAINING_RUNTIME = Resource("trainer.kubeflow.org", "v1alpha1", "trainingruntimes",
+                            "TrainingRuntime")
+CLUSTER_RUNTIME = Resource("trainer.kubeflow.org", "v1alpha1", "clustertrainingruntimes",
+                           "ClusterTrainingRuntime", namespaced=False)
+JOBSET = Resource("jobset.x-k8s.io", "v1alpha2", "jobsets", "JobSet")
+CONFIGMAP = Resource("", "v1", "configmaps", "ConfigMap")
+SECRET = Resource("", "v1", "secrets", "Secret")
+EVENT = Resource("", "v1", "events", "Event")
+LEASE = Resource("coordination.k8s.io", "v1", "leases", "Lease")
+COSCHEDULING_PODGROUP = Resource("scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup")
+VOLCANO_PODGROUP = Resource("scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup")
+BY_API = {(r.api_version, r.kind): r for r in (
+    TRAINJOB, TRAINING_RUNTIME, CLUSTER_RUNTIME, JOBSET, CONFIGMAP, SECRET, EVENT, LEASE,
+    COSCHEDULING_PODGROUP, VOLCANO_PODGROUP)}
+
+
+class ApiError(Exception):
+    """An error status from the API server."""
+
+    def __init__(self, status: int, reason: str, message: str) -> None:
+        super().__init__(f"{status} {reason}: {message}")
+        self.status, self.reason, self.message = status, reason, message
+
+
+class Gone(ApiError):
+    """A watch's resourceVersion is too old (410): list again."""
+
+
+def resource_of(obj: Obj) -> Resource:
+    """The resource of an object by its apiVersion and kind."""
+    found = BY_API.get((str(obj.get("apiVersion")), str(obj.get("kind"))))
+    if found is None:
+        raise ValueError(f"no resource known for {obj.get('apiVersion')} {obj.get('kind')}")
+    return found
+
+
+class Kube:
+    """JSON requests to the API server through a `kubernetes.client.ApiClient`."""
+
+    def __init__(self, api_client: Any, timeout: float = 30.0) -> None:
+        self.api = api_client
+        self.timeout = timeout
+
+    def _call(self, method: str, path: str, body: Any = None, *,
+              query: list[tuple[str, str]] | None = None,
+              content_type: str = "application/json", stream: bool = False,
+              timeout: float | None = None) -> Any:
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            response = self.api.call_api(
+                path, method, query_params=query or [],
+                header_params={"Content-Type": content_type, "Accept": "application/json"},
+                body=body, auth_settings=["BearerToken"], _preload_content=False,
+                _return_http_data_only=True, _request_timeout=timeout or self.timeout)
+        except ApiException as exc:
+            raise _api_error(exc) from None
+        if stream:
+            return response
+        return json.loads(response.data) if response.data else None
+
+    def get(self, res: Resource, namespace: str | None, name: str) -> Obj | None:
+        """The object, or None when it does not exist."""
+        try:
+            found: Obj = self._call("GET", res.path(namespace, name))
+        except ApiError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        found.setdefault("apiVersion", res.api_version)
+        found.setdefault("kind", res.kind)
+        return found
+
+    def list(self, res: Resource, namespace: str | None = None) -> tuple[list[Obj], str]:
+        """Every object (of a namespace, or all) and the list's resourceVersion."""
+        items: list[Obj] = []
+        query: list[tuple[str, str]] = [("limit", "500")]
+        while True:
+            page = self._call("GET", res.path(namespace), query=query)
+            for item in page.get("items") or []:
+                item.setdefault("apiVersion", res.api_version)
+                item.setdefault("kind", res.kind)
+                items.append(item)
+            token = (page.get("metadata") or {}).get("continue")
+            if not token:
+                return items, str((page.get("metadata") or {}).get("resourceVersion", ""))
+            query = [("limit", "500"), ("continue", token)]
+
+    def watch(self, res: Resource, namespace: str | None, resource_version: str,
+              seconds: int = 300) -> Iterator[tuple[str, Obj]]:
+        """(type, object) events after `resource_version`; `Gone` when it is too old."""
+        query = [("watch", "true"), ("resourceVersion", resource_version),
+                 ("allowWatchBookmarks", "true"), ("timeoutSeconds", str(seconds))]
+        response = self._call("GET", res.path(namespace), query=query, stream=True,
+                              timeout=seconds + 30)
+        try:
+            buffer = b""
+            for chunk in response.stream(65536):
+                buffer += chunk
+                while b"\n" in buffer:
+                    line, buffer = buffer.split(b"\n", 1)
+                    if line.strip():
+                        yield _event(json.loads(line), res)
+        finally:
+            response.release_conn()
+
+    def apply(self, obj: Obj, *, force: bool = True) -> Obj:
+        """Server-side apply with the controller's field manager."""
+        res, meta = resource_of(obj), obj.get("metadata") or {}
+        query = [("fieldManager", FIELD_MANAGER), ("force", "true" if force else "false")]
+        result: Obj = self._call("PATCH", res.path(meta.get("namespace"), meta["name"]), obj,
+                                 query=query, content_type="application/apply-patch+yaml")
+        return result
+
+    def patch_status(self, res: Resource, namespace: str, name: str, patch: Obj) -> Obj:
+        """A JSON merge patch of the status subresource."""
+        result: Obj = self._call("PATCH", res.path(namespace, name, "status"), patch,
+                                 content_type="application/merge-patch+json")
+        return result
+
+    def delete(self, res: Resource, namespace: str, name: str) -> bool:
+        """Delete (background propagation); False when it was not there."""
+        body = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"}
+        try:
+            self._call("DELETE", res.path(namespace, name), body)
+        except ApiError as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return True
+
+    def create(self, res: Resource, namespace: str | None, obj: Obj) -> Obj:
+        """Create an object (a conflict raises `ApiError` 409)."""
+        result: Obj = self._call("POST", res.path(namespace), obj)
+        return result
+
+    def update(self, res: Resource, namespace: str | None, obj: Obj) -> Obj:
+        """Replace an object (optimistic: a stale resourceVersion raises 409)."""
+        result: Obj = self._call("PUT", res.path(namespace, obj["metadata"]["name"]), obj)
+        return result
+
+
+def _event(raw: Obj, res: Resource) -> tuple[str, Obj]:
+    kind, obj = str(raw.get("type", "")), raw.get("object") or {}
+    if kind == "ERROR":
+        status = int(obj.get("code", 500))
+        error = Gone if status == 410 else ApiError
+        raise error(status, str(obj.get("reason", "")), str(obj.get("message", "")))
+    obj.setdefault("apiVersion", res.api_version)
+    obj.setdefault("kind", res.kind)
+    return kind, obj
+
+
+def _api_error(exc: Any) -> ApiError:
+    status = int(getattr(exc, "status", 0) or 0)
+    try:
+        body = json.loads(getattr(exc, "body", "") or "{}")
+    except ValueError:
+        body = {}
+    error = Gone if status == 410 else ApiError
+    return error(status, str(body.get("reason") or getattr(exc, "reason", "")),
+                 str(body.get("message") or exc))
+
+
+def client_from_kubeconfig(path: str | None) -> Any:
+    """An ApiClient from a kubeconfig file (or the default one, or in-cluster config)."""
+    from kubernetes import client, config
+
+    if path:
+        return config.new_client_from_config(config_file=path)
+    try:
+        config.load_incluster_config()
+        return client.ApiClient()
+    except config.ConfigException:
+        return config.new_client_from_config()

@@ -1,0 +1,173 @@
+"""`tjc controller`: informers, the work queue, workers, leader election and probes.
+
+The TrainJob informer queues every TrainJob it sees; the JobSet, ConfigMap and Secret
+informers queue the TrainJob that controls the object. Workers take keys one at a time per
+key, reconcile, and requeue on failure (backoff) or at an active deadline. With
+`--leader-elect` nothing is reconciled until this replica holds the Lease, and the process
+exits when it loses it (a restarted replica starts clean).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from compiler.controller.informer import Informer, key_of
+from compiler.controller.kube import (
+    CONFIGMAP,
+    JOBSET,
+    SECRET,
+    TRAINJOB,
+    ApiError,
+    Kube,
+    Resource,
+    client_from_kubeconfig,
+)
+from compiler.controller.leader import LeaderElector
+from compiler.controller.metrics import Metrics, serve
+from compiler.controller.reconcile import Reconciler
+from compiler.controller.workqueue import WorkQueue
+
+Obj = dict[str, Any]
+LOG = logging.getLogger("tjc.controller")
+EVENTS = Resource("events.k8s.io", "v1", "events", "Event")
+REPORTER = "trainer-trainjob-controller"
+
+
+@dataclass
+class Options:
+    """The command line of `tjc controller`."""
+
+    kubeconfig: str | None = None
+    namespace: str | None = None
+    workers: int = 4
+    metrics_port: int = 8080
+    leader_elect: bool = False
+    leader_namespace: str = "default"
+    lease_name: str = "tjc-controller"
+
+
+def owner_key(obj: Obj) -> tuple[str, str] | None:
+    """The (namespace, name) of the TrainJob that controls an object, if one does."""
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
+        if ref.get("controller") and ref.get("kind") == "TrainJob" and \
+                str(ref.get("apiVersion", "")).startswith("trainer.kubeflow.org/"):
+            return key_of(obj)[0], str(ref.get("name"))
+    return None
+
+
+class Controller:
+    """The running controller."""
+
+    def __init__(self, kube: Kube, options: Options) -> None:
+        from compiler import sshkeys
+
+        self.kube, self.options = kube, options
+        self.queue = WorkQueue()
+        self.metrics = Metrics(self.queue.depth)
+        self.stop = threading.Event()
+        ns = options.namespace
+        self.trainjobs = Informer(kube, TRAINJOB, ns, lambda _, o: self.queue.add(key_of(o)))
+        self.owned = [Informer(kube, res, ns, self._owned) for res in (JOBSET, CONFIGMAP,
+                                                                       SECRET)]
+        self.reconciler = Reconciler(kube, self.trainjobs, self.owned[0], sshkeys.generated(),
+                                     self._event)
+        self.identity = f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
+
+    def _owned(self, _: str, obj: Obj) -> None:
+        key = owner_key(obj)
+        if key is not None:
+            self.queue.add(key)
+
+    def _event(self, trainjob: Obj, reason: str, note: str) -> None:
+        meta = trainjob["metadata"]
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        try:
+            self.kube.create(EVENTS, meta["namespace"], {
+                "apiVersion": "events.k8s.io/v1", "kind": "Event",
+                "metadata": {"name": f"{meta['name']}.{time.time_ns():x}",
+                             "namespace": meta["namespace"]},
+                "eventTime": now, "reportingController": REPORTER,
+                "reportingInstance": self.identity, "action": "Reconciling", "reason": reason,
+                "note": note, "type": "Warning",
+                "regarding": {"apiVersion": trainjob.get("apiVersion"), "kind": "TrainJob",
+                              "name": meta["name"], "namespace": meta["namespace"],
+                              "uid": meta.get("uid")}})
+        except ApiError as exc:
+            LOG.warning("event for %s/%s: %s", meta["namespace"], meta["name"], exc)
+
+    def work(self) -> None:
+        """One worker: reconcile keys until the queue shuts down."""
+        while (key := self.queue.get()) is not None:
+            start = time.monotonic()
+            failed = False
+            try:
+                result = self.reconciler.reconcile(key)
+                self.queue.forget(key)
+                if result.requeue_after is not None:
+                    self.queue.add_after(key, result.requeue_after)
+            except Exception as exc:  # every failure is retried, none stops the worker
+                failed = True
+                delay = self.queue.add_rate_limited(key)
+                LOG.warning("reconcile %s/%s failed (retry in %.2fs): %s", *key, delay, exc)
+            finally:
+                self.metrics.observe(time.monotonic() - start, failed)
+                self.queue.done(key)
+
+    def run(self) -> int:
+        """Run until a signal (0) or the loss of the leader lease (1)."""
+        if self.options.metrics_port >= 0:
+            serve(self.metrics, self.options.metrics_port)
+        elector = None
+        if self.options.leader_elect:
+            elector = LeaderElector(self.kube, self.options.leader_namespace,
+                                    self.options.lease_name, self.identity)
+            if not elector.acquire(self.stop):
+                return 0
+            threading.Thread(target=elector.keep, args=(self.stop,), daemon=True).start()
+        for informer in [self.trainjobs, *self.owned]:
+            informer.start()
+        for informer in [self.trainjobs, *self.owned]:
+            while not informer.synced.wait(0.5):
+                if self.stop.is_set():
+                    return 0
+        workers = [threading.Thread(target=self.work, name=f"worker-{i}", daemon=True)
+                   for i in range(max(1, self.options.workers))]
+        for worker in workers:
+            worker.start()
+        self.metrics.ready.set()
+        LOG.info("controller running (%s)", self.options.namespace or "all namespaces")
+        code = 0
+        while not self.stop.wait(0.5):
+            if elector is not None and elector.lost.is_set():
+                code = 1
+                break
+        self._shutdown(workers)
+        return code
+
+    def _shutdown(self, workers: list[threading.Thread]) -> None:
+        """Let the workers finish the keys they hold, then stop watching."""
+        self.queue.shutdown()
+        for worker in workers:
+            worker.join(10)
+        for informer in [self.trainjobs, *self.owned]:
+            informer.stop()
+
+
+def run(options: Options) -> int:
+    """Build the controller from the options and run it; SIGTERM/SIGINT stop it."""
+    kube = Kube(client_from_kubeconfig(options.kubeconfig))
+    if options.leader_elect and options.leader_namespace == "default":
+        options.leader_namespace = os.environ.get("POD_NAMESPACE", "default")
+    controller = Controller(kube, options)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: controller.stop.set())
+    return controller.run()
