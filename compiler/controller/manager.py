@@ -1,7 +1,8 @@
 """`tjc controller`: informers, the work queue, workers, leader election and probes.
 
-The TrainJob informer queues every TrainJob it sees; the JobSet, ConfigMap and Secret
-informers queue the TrainJob that controls the object. Workers take keys one at a time per
+The TrainJob informer queues every TrainJob it sees; the JobSet, ConfigMap, Secret and
+PodGroup informers (PodGroups only where the cluster serves their API) queue the TrainJob
+that controls the object. Workers take keys one at a time per
 key, reconcile, and requeue on failure (backoff) or at an active deadline. With
 `--leader-elect` nothing is reconciled until this replica holds the Lease, and the process
 exits when it loses it (a restarted replica starts clean).
@@ -23,9 +24,11 @@ from typing import Any
 from compiler.controller.informer import Informer, key_of
 from compiler.controller.kube import (
     CONFIGMAP,
+    COSCHEDULING_PODGROUP,
     JOBSET,
     SECRET,
     TRAINJOB,
+    VOLCANO_PODGROUP,
     ApiError,
     Kube,
     Resource,
@@ -82,6 +85,16 @@ class Controller:
                                      self._event)
         self.identity = f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
 
+    def _served(self, res: Resource) -> bool:
+        """Whether the cluster has this API (PodGroups exist only with their scheduler)."""
+        try:
+            self.kube.list(res, self.options.namespace)
+        except ApiError as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return True
+
     def _owned(self, _: str, obj: Obj) -> None:
         key = owner_key(obj)
         if key is not None:
@@ -133,6 +146,8 @@ class Controller:
             if not elector.acquire(self.stop):
                 return 0
             threading.Thread(target=elector.keep, args=(self.stop,), daemon=True).start()
+        self.owned += [Informer(self.kube, res, self.options.namespace, self._owned)
+                       for res in (COSCHEDULING_PODGROUP, VOLCANO_PODGROUP) if self._served(res)]
         for informer in [self.trainjobs, *self.owned]:
             informer.start()
         for informer in [self.trainjobs, *self.owned]:
