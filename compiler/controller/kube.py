@@ -96,6 +96,7 @@ class Kube:
               content_type: str = "application/json", stream: bool = False,
               timeout: float | None = None) -> Any:
         from kubernetes.client.exceptions import ApiException
+        from urllib3.exceptions import HTTPError
 
         try:
             response = self.api.call_api(
@@ -105,6 +106,8 @@ class Kube:
                 _return_http_data_only=True, _request_timeout=timeout or self.timeout)
         except ApiException as exc:
             raise _api_error(exc) from None
+        except (HTTPError, OSError) as exc:  # no answer at all (the API server is away)
+            raise ApiError(0, "Unavailable", f"{type(exc).__name__}: {exc}") from None
         if stream:
             return response
         return json.loads(response.data) if response.data else None

@@ -86,14 +86,18 @@ class Controller:
         self.identity = f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
 
     def _served(self, res: Resource) -> bool:
-        """Whether the cluster has this API (PodGroups exist only with their scheduler)."""
-        try:
-            self.kube.list(res, self.options.namespace)
-        except ApiError as exc:
-            if exc.status == 404:
-                return False
-            raise
-        return True
+        """Whether the cluster has this API (PodGroups exist only with their scheduler);
+        asked again until the API server answers."""
+        while not self.stop.is_set():
+            try:
+                self.kube.list(res, self.options.namespace)
+                return True
+            except ApiError as exc:
+                if exc.status == 404:
+                    return False
+                LOG.warning("%s: %s; asking again", res.plural, exc)
+                self.stop.wait(1.0)
+        return False
 
     def _owned(self, _: str, obj: Obj) -> None:
         key = owner_key(obj)
