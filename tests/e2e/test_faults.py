@@ -160,33 +160,38 @@ def test_conflicting_applier_is_overruled_while_suspended(setup: tuple[Kube, Run
 def test_two_replicas_one_leader(setup: tuple[Kube, Runner]) -> None:
     kube, runner = setup
     ports = [free_port(), free_port()]
-    first = runner.start("--leader-elect", port=ports[0])
-    time.sleep(3)
-    second = runner.start("--leader-elect", port=ports[1])
-    lease = None
-    end = time.monotonic() + 30
-    while lease is None or not (lease.get("spec") or {}).get("holderIdentity"):
-        assert time.monotonic() < end
+    procs = [runner.start("--leader-elect", port=port) for port in ports]
+    end = time.monotonic() + 60
+    while True:  # exactly one replica leads (ready); the other waits (not ready)
+        ready = [_get(port, "/readyz") for port in ports]
         lease = kube.get(LEASE, runner.namespace, "tjc-controller")
-        time.sleep(0.3)
+        if sorted(ready) == [200, 503] and lease and lease["spec"].get("holderIdentity"):
+            break
+        assert time.monotonic() < end, f"readiness {ready}"
+        time.sleep(0.5)
+    leader = ready.index(200)
     submit(kube, runner.namespace, 5)
     converged(kube, runner.namespace, 5)
-    assert _get(ports[0], "/readyz") == 200 and _get(ports[1], "/readyz") == 503
-    metrics = _text(ports[0], "/metrics")
+    assert _get(ports[1 - leader], "/readyz") == 503
+    metrics = _text(ports[leader], "/metrics")
     assert "tjc_reconcile_total" in metrics and "tjc_workqueue_depth" in metrics
-    first.send_signal(signal.SIGKILL)
-    first.wait(10)
+    assert _get(ports[leader], "/healthz") == 200
+    procs[leader].send_signal(signal.SIGKILL)
+    procs[leader].wait(10)
     submit(kube, runner.namespace, 5, prefix="later")
     converged(kube, runner.namespace, 10, timeout=60)
-    assert second.poll() is None and _get(ports[1], "/readyz") == 200
+    assert procs[1 - leader].poll() is None and _get(ports[1 - leader], "/readyz") == 200
 
 
 def _get(port: int, path: str) -> int:
+    """The HTTP status of a probe; 0 while nothing listens yet."""
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as answer:
             return int(answer.status)
     except urllib.error.HTTPError as exc:
         return int(exc.code)
+    except OSError:
+        return 0
 
 
 def _text(port: int, path: str) -> str:
