@@ -87,21 +87,25 @@ def _check_identity(trainjob: Obj, runtime: Obj, wrap: str) -> None:
         f'runtime with name, api group and kind of "{name}", "{group}", "{kind}"')
 
 
+# Where each runtime kind is looked up, and upstream's message when it is not there.
+_LOOKUP = {
+    "TrainingRuntime": (TRAINING_RUNTIME, True,
+                        "TrainingRuntime specified in TrainJob is not found: "
+                        'trainingruntimes.trainer.kubeflow.org "{}" not found'),
+    "ClusterTrainingRuntime": (CLUSTER_RUNTIME, False,
+                               "not found ClusterTrainingRuntime specified in TrainJob: "
+                               'clustertrainingruntimes.trainer.kubeflow.org "{}" not found'),
+}
+
+
 def live(kube: Kube, trainjob: Obj) -> Obj:
-    """The runtime the TrainJob refers to, from the API server; SnapshotError if missing."""
-    ref, namespace = _ref(trainjob), trainjob["metadata"]["namespace"]
-    if _kind(trainjob) == "TrainingRuntime":
-        found = kube.get(TRAINING_RUNTIME, namespace, str(ref.get("name", "")))
-        if found is None:
-            raise SnapshotError(f'TrainingRuntime specified in TrainJob is not found: '
-                                f'trainingruntimes.trainer.kubeflow.org "{ref.get("name")}" '
-                                'not found')
-        return found
-    found = kube.get(CLUSTER_RUNTIME, None, str(ref.get("name", "")))
+    """The runtime the TrainJob refers to, from the API server (a TrainingRuntime only in the
+    TrainJob's namespace); SnapshotError if missing."""
+    res, namespaced, missing = _LOOKUP.get(_kind(trainjob), _LOOKUP["ClusterTrainingRuntime"])
+    name = str(_ref(trainjob).get("name", ""))
+    found = kube.get(res, trainjob["metadata"]["namespace"] if namespaced else None, name)
     if found is None:
-        raise SnapshotError(f'not found ClusterTrainingRuntime specified in TrainJob: '
-                            f'clustertrainingruntimes.trainer.kubeflow.org "{ref.get("name")}" '
-                            'not found')
+        raise SnapshotError(missing.format(name))
     return found
 
 

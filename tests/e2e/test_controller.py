@@ -82,6 +82,16 @@ def eventually(check: Callable[[], Any], timeout: float = 30.0) -> Any:
         time.sleep(0.2)
 
 
+def resume(kube: Kube, namespace: str, name: str) -> None:
+    """Lift a TrainJob's suspend and wait until its JobSet runs."""
+    job = kube.get(TRAINJOB, namespace, name)
+    assert job is not None
+    job["spec"]["suspend"] = False
+    kube.update(TRAINJOB, namespace, job)
+    eventually(lambda: (kube.get(JOBSET, namespace, name) or {}).get("spec", {})
+               .get("suspend") is False)
+
+
 def condition(obj: Obj | None, kind: str) -> Obj | None:
     """A status condition of an object, or None."""
     for c in ((obj or {}).get("status") or {}).get("conditions") or []:
@@ -125,12 +135,7 @@ def test_suspend_then_resume(kube: Kube, controller: Controller, namespace: str)
     eventually(lambda: (kube.get(JOBSET, namespace, "s") or {}).get("spec", {}).get("suspend"))
     eventually(lambda: (condition(kube.get(TRAINJOB, namespace, "s"), "Suspended") or {})
                .get("reason") == "Suspended")
-    job = kube.get(TRAINJOB, namespace, "s")
-    assert job is not None
-    job["spec"]["suspend"] = False
-    kube.update(TRAINJOB, namespace, job)
-    eventually(lambda: (kube.get(JOBSET, namespace, "s") or {}).get("spec", {})
-               .get("suspend") is False)
+    resume(kube, namespace, "s")
     resumed = eventually(lambda: condition(kube.get(TRAINJOB, namespace, "s"), "Suspended"))
     eventually(lambda: (condition(kube.get(TRAINJOB, namespace, "s"), "Suspended") or {})
                .get("reason") == "Resumed")
@@ -175,12 +180,7 @@ def test_runtime_deleted_after_first_reconcile_changes_nothing(
                  "trainer": {"numNodes": 2}}})
     eventually(lambda: kube.get(JOBSET, namespace, "snap"))
     kube.delete(TRAINING_RUNTIME, namespace, "own")
-    job = kube.get(TRAINJOB, namespace, "snap")
-    assert job is not None
-    job["spec"]["suspend"] = False
-    kube.update(TRAINJOB, namespace, job)
-    eventually(lambda: (kube.get(JOBSET, namespace, "snap") or {}).get("spec", {})
-               .get("suspend") is False)
+    resume(kube, namespace, "snap")
 
 
 def test_runtime_of_another_namespace_is_refused(
