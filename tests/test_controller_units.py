@@ -263,3 +263,15 @@ def test_informer_lists_again_after_410_gone() -> None:
     informer.run()
     assert seen == [("ADDED", "v1"), ("DELETED", "v1"), ("ADDED", "v2"), ("ADDED", "watched")]
     assert informer.get("ns", "watched") is not None and informer.get("ns", "v1") is None
+
+
+def test_unsupported_runtime_kind_fails_the_trainjob() -> None:
+    kube = FakeKube()
+    trainjob = _trainjob()
+    trainjob["spec"]["runtimeRef"].update(kind="Foo", apiGroup="example.com")
+    kube.put(TRAINJOB, trainjob)
+    _reconciler(kube).reconcile(("ns", "j"))
+    failed = st.condition(kube.status_patches[-1]["status"], "Failed")
+    assert failed is not None and (failed["reason"], failed["message"]) == (
+        "TrainingRuntimeNotSupported", "unsupported runtime: Foo.example.com")
+    assert kube.applied == []

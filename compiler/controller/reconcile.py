@@ -37,6 +37,8 @@ Obj = dict[str, Any]
 Key = tuple[str, str]
 MANAGED_BY = "trainer.kubeflow.org/trainjob-controller"
 INVALID_REASON = "TrainJobInvalid"
+SUPPORTED_RUNTIMES = ("TrainingRuntime.trainer.kubeflow.org",
+                      "ClusterTrainingRuntime.trainer.kubeflow.org")
 
 
 class ReconcileError(Exception):
@@ -87,6 +89,12 @@ class Reconciler:
         return Result(requeue)
 
     def _apply_objects(self, trainjob: Obj, status: Obj, now: float) -> Obj | None:
+        key = runtime_key(trainjob)
+        if key not in SUPPORTED_RUNTIMES:
+            st.set_condition(status, {"type": "Failed", "status": "True",
+                                      "reason": "TrainingRuntimeNotSupported",
+                                      "message": f"unsupported runtime: {key}"}, now)
+            return None
         runtime = snapshot.resolve(self.kube, trainjob)
         meta = trainjob["metadata"]
         mpi = ((runtime.get("spec") or {}).get("mlPolicy") or {}).get("mpi") is not None
@@ -159,6 +167,15 @@ class Reconciler:
         with contextlib.suppress(ApiError):
             self.kube.delete(JOBSET, meta["namespace"], meta["name"])
         return None
+
+
+def runtime_key(trainjob: Obj) -> str:
+    """The runtime registry key, `GroupKind.String()`: `Kind.group`, or `Kind` alone."""
+    ref = (trainjob.get("spec") or {}).get("runtimeRef") or {}
+    ref = ref if isinstance(ref, dict) else {}
+    kind = str(ref.get("kind") or "ClusterTrainingRuntime")
+    group = ref.get("apiGroup", "trainer.kubeflow.org")
+    return f"{kind}.{group}" if group else kind
 
 
 def _event_note(exc: Exception) -> str:
