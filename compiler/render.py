@@ -76,12 +76,14 @@ def _defaulted_ref(data: dict[str, Any]) -> dict[str, Any]:
 
 def render_one(tj: Document, table: dict[RuntimeKey, RuntimeEntry],
                validator: Validator | None, options: CompileOptions | None = None) -> JobResult:
-    """Validate, then (when valid) resolve and compile one TrainJob, with located diagnostics."""
+    """Validate, then (when valid) resolve and compile one TrainJob, with located diagnostics.
+    A policy deny is an error but keeps the objects: they are what the cluster would create;
+    the policy decides whether the change may go there (the exit code)."""
     result = JobResult(tj)
     checked: dict[str, Any] | None = None
     if validator is not None:
         result.diagnostics, checked = validator.check_trainjob(tj)
-    if has_errors(result.diagnostics):
+    if has_errors(d for d in result.diagnostics if d.subject != "policy"):
         return result
     key = wanted_key(checked if checked is not None else _defaulted_ref(tj.data))
     if isinstance(key, Diagnostic):
@@ -100,8 +102,6 @@ def render_one(tj: Document, table: dict[RuntimeKey, RuntimeEntry],
         located = diag.at(doc.locate(diag.path))
         if (located.rule, located.field_path, located.locations) not in seen:
             result.diagnostics.append(located)
-    if validator is not None and checked is not None and not has_errors(result.diagnostics):
+    if validator is not None and checked is not None and result.objects:
         result.diagnostics += validator.compiled(tj, checked, result.objects)
-        if has_errors(result.diagnostics):
-            result.objects = []
     return result

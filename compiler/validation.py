@@ -194,7 +194,7 @@ class Validator:
 
     def _policy_entry(self, found: list[Diagnostic], data: Obj) -> RuntimeEntry | None:
         """The runtime of a valid TrainJob whose JobSet the policies are to check."""
-        if self.policies is None or has_errors(found):
+        if self.policies is None or has_errors(d for d in found if d.subject != "policy"):
             return None
         key = wanted_key(data)
         return None if isinstance(key, Diagnostic) else self.table.get(key)
