@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from compiler.context import TRAINER, Context, PodSet
+from compiler.context import NODE, TRAINER, Context, PodSet
 from compiler.diagnostics import Diagnostic
 
 Obj = dict[str, Any]
@@ -146,6 +146,18 @@ def trainer_count(ctx: Context) -> tuple[PodSet | None, int, list[Edit]]:
     if trainer is not None and isinstance(trainer.get("numNodes"), int):
         return ps, trainer["numNodes"], [SetCount(ps.index, trainer["numNodes"])]
     return ps, ps.count, []
+
+
+def trainer_env_and_port(ctx: Context, envs: Callable[[int], tuple[Obj, ...]]) -> PluginResult:
+    """The trainer count from numNodes; then, only when the TrainJob has `spec.trainer` and
+    the trainer pod set has a `node` container, `envs(count)` and port 29500 upserted into it
+    (the shape JAX and XGBoost share)."""
+    ps, count, edits = trainer_count(ctx)
+    if ctx.trainer is None or ps is None or ps.container(NODE) is None:
+        return PluginResult(edits=tuple(edits))
+    edits.append(UpsertEnv(ps.index, NODE, envs(count)))
+    edits.append(UpsertPorts(ps.index, NODE, ({"containerPort": TRAINER_PORT},)))
+    return PluginResult(edits=tuple(edits))
 
 
 def completion_index_env(name: str) -> Obj:

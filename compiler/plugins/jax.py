@@ -8,17 +8,15 @@ JAX_COORDINATOR_ADDRESS `<tj>-node-0-0.<tj>:29500`, then port 29500. It does not
 
 from __future__ import annotations
 
-from compiler.context import NODE, Context
+from compiler.context import Context
 from compiler.plugins.base import (
     TRAINER_PORT,
     PluginResult,
     PluginSpec,
-    UpsertEnv,
-    UpsertPorts,
     completion_index_env,
     ml_policy_has,
     node_zero_host,
-    trainer_count,
+    trainer_env_and_port,
 )
 
 
@@ -29,18 +27,11 @@ def active(ctx: Context) -> bool:
 
 def enforce(ctx: Context) -> PluginResult:
     """Count from numNodes; JAX env and port on the trainer `node` container."""
-    trainer = ctx.trainer
-    ps, count, edits = trainer_count(ctx)
-    if trainer is None or ps is None or ps.container(NODE) is None:
-        return PluginResult(edits=tuple(edits))
-    envs = (
+    return trainer_env_and_port(ctx, lambda count: (
         {"name": "JAX_NUM_PROCESSES", "value": str(count)},
         completion_index_env("JAX_PROCESS_ID"),
         {"name": "JAX_COORDINATOR_ADDRESS", "value": f"{node_zero_host(ctx)}:{TRAINER_PORT}"},
-    )
-    edits.append(UpsertEnv(ps.index, NODE, envs))
-    edits.append(UpsertPorts(ps.index, NODE, ({"containerPort": TRAINER_PORT},)))
-    return PluginResult(edits=tuple(edits))
+    ))
 
 
 PLUGIN = PluginSpec(

@@ -9,19 +9,21 @@ else 1), then port 29500.
 
 from __future__ import annotations
 
-from compiler.context import NODE, Context
+from typing import Any
+
+from compiler.context import Context
 from compiler.plugins.base import (
     TRAINER_PORT,
     PluginResult,
     PluginSpec,
-    UpsertEnv,
-    UpsertPorts,
     completion_index_env,
     ml_policy_has,
     node_zero_host,
-    trainer_count,
+    trainer_env_and_port,
 )
 from compiler.resources import gpu_count, int32, node_resources
+
+Obj = dict[str, Any]
 
 
 def active(ctx: Context) -> bool:
@@ -31,20 +33,16 @@ def active(ctx: Context) -> bool:
 
 def enforce(ctx: Context) -> PluginResult:
     """Count from numNodes; DMLC env and port on the trainer `node` container."""
-    trainer = ctx.trainer
-    ps, count, edits = trainer_count(ctx)
-    if ps is None or trainer is None or ps.container(NODE) is None:
-        return PluginResult(edits=tuple(edits))
-    workers = int32(gpu_count(node_resources(ctx))) or 1
-    envs = (
-        {"name": "DMLC_TRACKER_URI", "value": node_zero_host(ctx)},
-        {"name": "DMLC_TRACKER_PORT", "value": str(TRAINER_PORT)},
-        completion_index_env("DMLC_TASK_ID"),
-        {"name": "DMLC_NUM_WORKER", "value": str(int32(count * workers))},
-    )
-    edits.append(UpsertEnv(ps.index, NODE, envs))
-    edits.append(UpsertPorts(ps.index, NODE, ({"containerPort": TRAINER_PORT},)))
-    return PluginResult(edits=tuple(edits))
+    def envs(count: int) -> tuple[Obj, ...]:
+        workers = int32(gpu_count(node_resources(ctx))) or 1
+        return (
+            {"name": "DMLC_TRACKER_URI", "value": node_zero_host(ctx)},
+            {"name": "DMLC_TRACKER_PORT", "value": str(TRAINER_PORT)},
+            completion_index_env("DMLC_TASK_ID"),
+            {"name": "DMLC_NUM_WORKER", "value": str(int32(count * workers))},
+        )
+
+    return trainer_env_and_port(ctx, envs)
 
 
 PLUGIN = PluginSpec(
