@@ -103,6 +103,12 @@ def has_errors(diagnostics: Iterable[Diagnostic]) -> bool:
     return any(d.severity is Severity.ERROR for d in diagnostics)
 
 
+def refused(diagnostics: Iterable[Diagnostic]) -> bool:
+    """True when an error is one the cluster would refuse the object for: any error but a
+    policy's (a policy deny fails the command, the cluster would still take the object)."""
+    return any(d.severity is Severity.ERROR and d.subject != "policy" for d in diagnostics)
+
+
 def with_object(diagnostics: Sequence[Diagnostic], obj: ObjectRef) -> list[Diagnostic]:
     """Attach an object reference to diagnostics that have none."""
     return [d if d.obj else replace(d, obj=obj) for d in diagnostics]

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from compiler.compile import compile_defaulted, compile_trainjob
 from compiler.context import CompileOptions
 from compiler.defaults import apply_defaults
-from compiler.diagnostics import Diagnostic, has_errors
+from compiler.diagnostics import Diagnostic, refused
 from compiler.inputs import RuntimeEntry, classified, runtime_table
 from compiler.loader import Document, Source
 from compiler.resolve import RuntimeKey, not_found, wanted_key
@@ -83,7 +83,7 @@ def render_one(tj: Document, table: dict[RuntimeKey, RuntimeEntry],
     checked: dict[str, Any] | None = None
     if validator is not None:
         result.diagnostics, checked = validator.check_trainjob(tj)
-    if has_errors(d for d in result.diagnostics if d.subject != "policy"):
+    if refused(result.diagnostics):
         return result
     key = wanted_key(checked if checked is not None else _defaulted_ref(tj.data))
     if isinstance(key, Diagnostic):
@@ -103,5 +103,5 @@ def render_one(tj: Document, table: dict[RuntimeKey, RuntimeEntry],
         if (located.rule, located.field_path, located.locations) not in seen:
             result.diagnostics.append(located)
     if validator is not None and checked is not None and result.objects:
-        result.diagnostics += validator.compiled(tj, checked, result.objects)
+        result.diagnostics += validator.compiled(tj, checked, entry, result.objects)
     return result

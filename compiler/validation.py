@@ -17,7 +17,7 @@ from compiler import structural
 from compiler.compile import compile_defaulted
 from compiler.data import copy_json
 from compiler.defaults import default_in_place
-from compiler.diagnostics import Diagnostic, ObjectRef, Severity, error, has_errors
+from compiler.diagnostics import Diagnostic, ObjectRef, Severity, error, has_errors, refused
 from compiler.inputs import RuntimeEntry, classified, runtime_table
 from compiler.loader import Document, Source, iter_source
 from compiler.resolve import RuntimeKey, runtime_key, wanted_key
@@ -48,7 +48,8 @@ def object_key(data: Obj) -> ObjectKey:
     return str(data.get("kind", "")), namespace, str(meta.get("name", ""))
 
 
-def _ref(data: Obj) -> ObjectRef:
+def object_ref(data: Obj) -> ObjectRef:
+    """kind/name/namespace of a document as written (a cluster runtime has no namespace)."""
     kind, namespace, name = object_key(data)
     if kind != "ClusterTrainingRuntime" and not (data.get("metadata") or {}).get("namespace"):
         namespace = ""
@@ -135,7 +136,7 @@ class Validator:
             old = self.previous.get(object_key(doc.data))
             checked = check_document(doc, old)
             checked.diagnostics += webhook.validate_runtime(_well_typed(checked), old=old)
-            checked.diagnostics = _locate(checked.diagnostics, checked, None, _ref(doc.data))
+            checked.diagnostics = _locate(checked.diagnostics, checked, None, object_ref(doc.data))
             if self.policies is not None:
                 checked.diagnostics += self.policies.document(doc, _well_typed(checked))
             self.runtimes[where] = checked
@@ -152,13 +153,14 @@ class Validator:
         checked = check_document(doc, old)
         key = wanted_key(checked.data)
         if isinstance(key, Diagnostic):
-            return _locate([*checked.diagnostics, key], checked, None, _ref(doc.data)), checked.data
+            found = _locate([*checked.diagnostics, key], checked, None, object_ref(doc.data))
+            return found, checked.data
         entry = self.table.get(key)
         rt = self.runtime(entry.doc) if entry is not None else None
         found = list(checked.diagnostics)
         if entry is None:
             found += _elsewhere(key, self.table)
-        if rt is not None and has_errors(d for d in rt.diagnostics if d.subject != "policy"):
+        if rt is not None and refused(rt.diagnostics):
             found.append(error("TJC-RUNTIME-INVALID", f"{key.kind} {key.name} has errors (reported "
                                "at the runtime); a cluster would not hold it, so this TrainJob "
                                "cannot run", ("spec", "runtimeRef")))
@@ -167,17 +169,16 @@ class Validator:
         found += webhook.validate_trainjob(trainjob, runtime, old=old)
         if runtime is not None:
             found += quirks.check(trainjob, runtime)
-        located = _locate(found, checked, entry.doc if entry else None, _ref(doc.data))
+        located = _locate(found, checked, entry.doc if entry else None, object_ref(doc.data))
         if self.policies is not None:
             located += self.policies.document(doc, trainjob)
         return located, checked.data
 
-    def compiled(self, doc: Document, trainjob: Obj, objects: Sequence[Obj]) -> list[Diagnostic]:
-        """Policy diagnostics of the JobSet compiled from a valid TrainJob."""
-        key = wanted_key(trainjob)
-        entry = None if isinstance(key, Diagnostic) else self.table.get(key)
+    def compiled(self, doc: Document, trainjob: Obj, entry: RuntimeEntry,
+                 objects: Sequence[Obj]) -> list[Diagnostic]:
+        """Policy diagnostics of the JobSet compiled from a valid TrainJob and its runtime."""
         jobset = next((o for o in objects if o.get("kind") == "JobSet"), None)
-        if self.policies is None or entry is None or jobset is None:
+        if self.policies is None or jobset is None:
             return []
         return self.policies.jobset(doc, trainjob, entry.doc, entry.get(), jobset)
 
@@ -190,11 +191,11 @@ class Validator:
         compiled = compile_defaulted(data, entry.get())
         if has_errors(compiled.diagnostics):
             return found
-        return found + self.compiled(doc, data, compiled.objects)
+        return found + self.compiled(doc, data, entry, compiled.objects)
 
     def _policy_entry(self, found: list[Diagnostic], data: Obj) -> RuntimeEntry | None:
         """The runtime of a valid TrainJob whose JobSet the policies are to check."""
-        if self.policies is None or has_errors(d for d in found if d.subject != "policy"):
+        if self.policies is None or refused(found):
             return None
         key = wanted_key(data)
         return None if isinstance(key, Diagnostic) else self.table.get(key)

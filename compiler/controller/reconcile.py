@@ -22,11 +22,9 @@ from compiler.controller import snapshot
 from compiler.controller import status as st
 from compiler.controller.informer import Informer
 from compiler.controller.kube import (
-    COSCHEDULING_PODGROUP,
     JOBSET,
     SECRET,
     TRAINJOB,
-    VOLCANO_PODGROUP,
     ApiError,
     Kube,
     resource_of,
@@ -123,7 +121,8 @@ class Reconciler:
 
     def _keep_existing(self, trainjob: Obj, obj: Obj) -> bool:
         """Objects upstream does not rewrite: a running JobSet, an existing PodGroup while
-        the TrainJob runs, an existing SSH Secret (immutable)."""
+        the TrainJob runs. (An existing SSH Secret never gets here: without keys the compile
+        emits none.)"""
         suspended = (trainjob.get("spec") or {}).get("suspend") is True
         meta = obj.get("metadata") or {}
         kind = obj.get("kind")
@@ -131,14 +130,8 @@ class Reconciler:
             current = self.jobsets.get(meta.get("namespace", ""), meta.get("name", ""))
             return current is not None and not suspended and \
                 (current.get("spec") or {}).get("suspend") is not True
-        if kind == "PodGroup":
-            res = resource_of(obj)
-            if res not in (COSCHEDULING_PODGROUP, VOLCANO_PODGROUP):
-                return False
-            return not suspended and self.kube.get(res, meta["namespace"], meta["name"]) \
-                is not None
-        return kind == "Secret" and (obj.get("immutable") is True) and \
-            self.kube.get(SECRET, meta["namespace"], meta["name"]) is not None
+        return kind == "PodGroup" and not suspended and \
+            self.kube.get(resource_of(obj), meta["namespace"], meta["name"]) is not None
 
     def _jobset_status(self, trainjob: Obj, status: Obj, applied: Obj | None,
                        now: float) -> Obj:

@@ -13,9 +13,9 @@ from typing import Any
 import yaml
 
 from compiler.controller.kube import CLUSTER_RUNTIME, CONFIGMAP, TRAINING_RUNTIME, Kube
+from compiler.plugins.base import controller_reference
 
 Obj = dict[str, Any]
-GROUP = "trainer.kubeflow.org"
 
 
 class SnapshotError(Exception):
@@ -25,13 +25,6 @@ class SnapshotError(Exception):
 def name_of(trainjob: Obj) -> str:
     """The snapshot ConfigMap's name."""
     return f"{trainjob['metadata']['name']}-runtime-snapshot"
-
-
-def owner_reference(trainjob: Obj) -> Obj:
-    """The controller ownerReference to a TrainJob."""
-    meta = trainjob["metadata"]
-    return {"apiVersion": f"{GROUP}/v1alpha1", "kind": "TrainJob", "name": meta["name"],
-            "uid": meta.get("uid", ""), "controller": True, "blockOwnerDeletion": True}
 
 
 def _ref(trainjob: Obj) -> Obj:
@@ -118,7 +111,8 @@ def write(kube: Kube, trainjob: Obj, runtime: Obj) -> None:
             "metadata": kept, "spec": runtime.get("spec") or {}}
     kube.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
         "name": name_of(trainjob), "namespace": trainjob["metadata"]["namespace"],
-        "ownerReferences": [owner_reference(trainjob)]},
+        "ownerReferences": [controller_reference(trainjob["metadata"]["name"],
+                                                  trainjob["metadata"].get("uid", ""))]},
         "data": {"runtime": yaml.safe_dump(body, sort_keys=True)}})
 
 

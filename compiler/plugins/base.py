@@ -170,13 +170,16 @@ def node_zero_host(ctx: Context) -> str:
     return f"{ctx.name}-node-0-0.{ctx.name}"
 
 
+def controller_reference(name: str, uid: str) -> Obj:
+    """The controller ownerReference to a TrainJob, as upstream sets it on what it creates."""
+    return {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "name": name,
+            "uid": uid, "controller": True, "blockOwnerDeletion": True}
+
+
 def owner_references(ctx: Context) -> list[Obj]:
     """The controller ownerReference to the TrainJob, or none when it has no uid."""
     uid = ctx.trainjob.get("metadata", {}).get("uid")
-    if not uid:
-        return []
-    return [{"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
-             "name": ctx.name, "uid": uid, "controller": True, "blockOwnerDeletion": True}]
+    return [controller_reference(ctx.name, uid)] if uid else []
 
 
 def owned_object(ctx: Context, api_version: str, kind: str, name: str, **fields: Any) -> Obj:

@@ -20,20 +20,13 @@ from compiler.diagnostics import Diagnostic, Location, ObjectRef
 from compiler.explain import Explainer
 from compiler.loader import Document, Source
 from compiler.policy.engine import PolicySet, Violation
+from compiler.validation import object_ref
 
 if TYPE_CHECKING:
     from compiler.policy.worker import Worker
 
 Obj = dict[str, Any]
 Path = tuple[str | int, ...]
-
-
-def object_ref(data: Obj) -> ObjectRef:
-    """kind/namespace/name of a document."""
-    meta = data.get("metadata")
-    meta = meta if isinstance(meta, dict) else {}
-    return ObjectRef(str(data.get("kind", "")), str(meta.get("name", "")),
-                     str(meta.get("namespace") or ""))
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from functools import lru_cache
 from typing import Any
 
 from compiler.context import ANCESTOR_LABEL
+from compiler.data import get_path
 from compiler.quantity import QuantityError, canonical_string, parse
 
 Obj = dict[str, Any]
@@ -29,16 +30,10 @@ def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def _get(obj: Any, path: Path) -> Any:
-    for part in path:
-        obj = _dict(obj).get(str(part))
-    return obj
-
-
 def replicated_jobs(kind: str, obj: Obj) -> list[tuple[Path, Obj]]:
     """(path, replicatedJob) of a JobSet or a runtime's JobSet template."""
     base = _JOBS.get(kind)
-    spec = _get(obj, base) if base is not None else None
+    spec = get_path(obj, *base) if base is not None else None
     if base is None or not isinstance(spec, dict):
         return []
     return [((*base, "replicatedJobs", i), job)
@@ -53,8 +48,8 @@ def pods(jobs: list[tuple[Path, Obj]]) -> list[Obj]:
     """Every pod template spec, with its path and replicatedJob name."""
     out = []
     for path, job in jobs:
-        spec = _get(job, ("template", "spec", "template", "spec"))
-        ancestor = _get(job, ("template", "metadata", "labels", ANCESTOR_LABEL))
+        spec = get_path(job, "template", "spec", "template", "spec")
+        ancestor = get_path(job, "template", "metadata", "labels", ANCESTOR_LABEL)
         if isinstance(spec, dict):
             out.append({"path": list(_pod_path(path)), "jobPath": list(path),
                         "job": str(job.get("name", "")),
@@ -66,8 +61,8 @@ def containers(jobs: list[tuple[Path, Obj]]) -> list[Obj]:
     """Every container and init container of every pod template."""
     out = []
     for path, job in jobs:
-        ancestor = _get(job, ("template", "metadata", "labels", ANCESTOR_LABEL))
-        pod = _get(job, ("template", "spec", "template", "spec"))
+        ancestor = get_path(job, "template", "metadata", "labels", ANCESTOR_LABEL)
+        pod = get_path(job, "template", "spec", "template", "spec")
         for field, init in (("initContainers", True), ("containers", False)):
             for i, container in enumerate(_list(_dict(pod).get(field))):
                 if isinstance(container, dict):
@@ -112,12 +107,12 @@ def summary(jobs: list[tuple[Path, Obj]]) -> Obj:
     nodes, gpus, count = 0, 0, 0
     for _, job in jobs:
         count += 1
-        spec = _dict(_get(job, ("template", "spec")))
+        spec = _dict(get_path(job, "template", "spec"))
         pod_count = int(job.get("replicas") or 1) * int(spec.get("parallelism") or 1)
-        pod = _dict(_get(job, ("template", "spec", "template", "spec")))
+        pod = _dict(get_path(job, "template", "spec", "template", "spec"))
         gpus += pod_count * sum(_gpus(c) for c in _list(pod.get("containers"))
                                 if isinstance(c, dict))
-        if _get(job, ("template", "metadata", "labels", ANCESTOR_LABEL)) == "trainer":
+        if get_path(job, "template", "metadata", "labels", ANCESTOR_LABEL) == "trainer":
             nodes += pod_count
     return {"numNodes": nodes, "gpus": gpus, "replicatedJobs": count}
 
