@@ -169,6 +169,10 @@ def test_missing_engine_says_how_to_install(tmp_path: Path) -> None:
     assert "Traceback" not in explicit.stderr
     default = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     assert default.returncode == 0 and "not applied" in default.stderr
+    cases = subprocess.run([sys.executable, "-m", "compiler", "policies", "test"], env=env,
+                           capture_output=True, text=True, check=False)
+    assert cases.returncode == 2 and "make setup" in cases.stderr
+    assert "Traceback" not in cases.stderr
 
 
 def test_binding_compiles_unifies_and_reports_positions() -> None:

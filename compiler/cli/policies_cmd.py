@@ -45,17 +45,11 @@ def register(verbs: Any) -> None:
 
 
 def _packs(args: argparse.Namespace) -> list[Any]:
-    from compiler import cuelib
-    from compiler.cli.policy_opts import PolicySetupError, _problem
-    from compiler.policy.packs import Loader, PolicyLoadError, pack_files
+    from compiler.cli.policy_opts import load_packs
+    from compiler.policy.packs import pack_files
 
-    files = pack_files([Path(p) for p in args.policy], builtin=not args.no_default_policies)
-    try:
-        return Loader().load_all(files)
-    except cuelib.EngineMissing as exc:
-        raise _problem(str(exc)) from None
-    except PolicyLoadError as exc:
-        raise PolicySetupError(exc.diagnostics) from None
+    return load_packs(pack_files([Path(p) for p in args.policy],
+                                 builtin=not args.no_default_policies))
 
 
 def run_list(args: argparse.Namespace) -> int:
@@ -112,20 +106,18 @@ def _rule_source(path: Path, rule_id: str) -> str:
 
 def run_test(args: argparse.Namespace) -> int:
     """Run the cases; print one line per case and the rules that lack a case."""
-    from compiler.cli.policy_opts import PolicySetupError
+    from compiler.cli.policy_opts import load_packs
     from compiler.policy import testcases
-    from compiler.policy.packs import BUILTIN_DIR, Loader, PolicyLoadError, pack_files
+    from compiler.policy.packs import BUILTIN_DIR, pack_files
 
     folder = Path(args.folder) if args.folder else BUILTIN_DIR
     if not folder.is_dir():
         print(f"tjc: {folder} is not a folder", file=sys.stderr)
         return 2
     files = pack_files([folder], builtin=False)
+    rules = [r for p in load_packs(files) for r in p.rules]
     try:
-        rules = [r for p in Loader().load_all(files) for r in p.rules]
         found = testcases.cases(folder)
-    except PolicyLoadError as exc:
-        raise PolicySetupError(exc.diagnostics) from None
     except ValueError as exc:
         print(f"tjc: {exc}", file=sys.stderr)
         return 2

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +21,7 @@ from compiler.errors import TjcError
 
 if TYPE_CHECKING:
     from compiler.policy.check import PolicyChecker
+    from compiler.policy.packs import Pack
 
 
 class PolicySetupError(TjcError):
@@ -46,7 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        "resources: {maxNumNodes: 16})")
 
 
-def _problem(message: str, file: str = "") -> PolicySetupError:
+def setup_problem(message: str, file: str = "") -> PolicySetupError:
     diag = Diagnostic(Severity.ERROR, "TJC-POLICY-SETUP", message, subject="policy")
     return PolicySetupError([diag.at(Location(file, 1, 1)) if file else diag])
 
@@ -59,7 +61,7 @@ def load_values(path: str) -> dict[str, Any]:
     try:
         text = file.read_bytes()
     except OSError as exc:
-        raise _problem(f"cannot read policy values {path}: {exc.strerror}") from None
+        raise setup_problem(f"cannot read policy values {path}: {exc.strerror}") from None
     try:
         data = cuelib.Context().compile(text, path).to_json() if file.suffix == ".cue" \
             else yaml.safe_load(text)
@@ -78,9 +80,23 @@ def load_values(path: str) -> dict[str, Any]:
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise _problem("policy values must be a mapping (such as resources: {maxNumNodes: 16})",
-                       path)
+        raise setup_problem("policy values must be a mapping (such as resources: "
+                            "{maxNumNodes: 16})", path)
     return data
+
+
+def load_packs(files: Sequence[Path], settings: dict[str, Any] | None = None) -> list[Pack]:
+    """The packs; PolicySetupError (never a traceback) when the engine is missing or a pack
+    does not load."""
+    from compiler import cuelib
+    from compiler.policy.packs import Loader, PolicyLoadError
+
+    try:
+        return Loader(settings).load_all(files)
+    except cuelib.EngineMissing as exc:
+        raise setup_problem(str(exc)) from None
+    except PolicyLoadError as exc:
+        raise PolicySetupError(exc.diagnostics) from None
 
 
 def skips(values: list[str]) -> list[str]:
@@ -98,19 +114,18 @@ def build(args: argparse.Namespace) -> PolicyChecker | None:
     folders = [Path(p) for p in args.policy]
     missing = [str(p) for p in folders if not p.exists()]
     if missing:
-        raise _problem(f"policy folder not found: {', '.join(missing)}")
+        raise setup_problem(f"policy folder not found: {', '.join(missing)}")
     files = packs_mod.pack_files(folders, builtin=not args.no_default_policies)
     if not files:
         return None
     try:
-        settings = load_values(args.policy_values) if args.policy_values else {}
-        loaded = packs_mod.Loader(settings).load_all(files)
+        cuelib.load()
     except cuelib.EngineMissing as exc:
         if folders:
-            raise _problem(str(exc)) from None
+            raise setup_problem(str(exc)) from None
         print(f"tjc: warning: the built-in policy packs are not applied: {exc}",
               file=sys.stderr)
         return None
-    except packs_mod.PolicyLoadError as exc:
-        raise PolicySetupError(exc.diagnostics) from None
+    settings = load_values(args.policy_values) if args.policy_values else {}
+    loaded = load_packs(files, settings)
     return PolicyChecker(PolicySet(loaded, skips(args.skip), settings))

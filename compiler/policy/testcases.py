@@ -25,7 +25,7 @@ from compiler.diagnostics import Diagnostic
 from compiler.loader import read_sources
 from compiler.policy.check import PolicyChecker
 from compiler.policy.engine import PolicySet
-from compiler.policy.packs import Loader, Pack
+from compiler.policy.packs import Loader, Pack, PolicyLoadError
 from compiler.validation import validate_stream
 
 
@@ -71,7 +71,10 @@ def cases(folder: Path) -> list[Case]:
 
 def run_case(case: Case, files: Sequence[Path]) -> Outcome:
     """Validate the case's documents with the packs and check the expectation."""
-    packs: list[Pack] = Loader(case.values).load_all(files)
+    try:
+        packs: list[Pack] = Loader(case.values).load_all(files)
+    except PolicyLoadError as exc:
+        return Outcome(case, False, "; ".join(d.text() for d in exc.diagnostics))
     if case.rule not in {r for p in packs for r in p.rules}:
         return Outcome(case, False, f"no loaded pack defines rule {case.rule}")
     policies = PolicySet(packs, settings=case.values)
