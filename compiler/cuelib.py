@@ -74,14 +74,11 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
         "libc_free": (None, [ctypes.c_void_p]),
         "cue_error_json": (None, [h, buf, size]),
         "cue_compile_bytes": (h, [h, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ph]),
-        "cue_top": (h, [h]),
         "cue_unify": (h, [h, h]),
         "cue_lookup_string": (h, [h, ctypes.c_char_p, ph]),
         "cue_fill_json": (h, [h, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t, ph]),
         "cue_validate": (h, [h, ctypes.c_bool]),
         "cue_dec_json": (h, [h, buf, size]),
-        "cue_from_json": (h, [h, ctypes.c_char_p, ctypes.c_size_t, ph]),
-        "cue_version": (ctypes.c_void_p, []),
         "tjc_eval_batch": (h, [h, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_int, buf, size]),
         "tjc_input_reads": (h, [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, buf, size]),
     }
@@ -134,16 +131,6 @@ def _message(raw: dict[str, Any]) -> CueMessage:
     return CueMessage(str(raw.get("message", "")), str(raw.get("file", "")),
                       int(raw.get("line", 0)), int(raw.get("column", 0)),
                       tuple(raw.get("path") or ()), positions)
-
-
-def version() -> str:
-    """The cuelang.org/go version the library was built from."""
-    lib = load()
-    raw = lib.cue_version()
-    try:
-        return ctypes.string_at(raw).decode()
-    finally:
-        lib.libc_free(raw)
 
 
 def input_reads(source: bytes, filename: str) -> dict[str, list[list[str | None]]]:
@@ -216,18 +203,6 @@ class Context:
         out = _Handle()
         err = load().cue_compile_bytes(self.handle, raw, len(raw),
                                        filename.encode() if filename else None, ctypes.byref(out))
-        if err:
-            raise _error(err)
-        return Value(self, out.value)
-
-    def top(self) -> Value:
-        """`_`, the value that unifies with anything."""
-        return Value(self, load().cue_top(self.handle))
-
-    def from_json(self, data: Any) -> Value:
-        """A concrete value from JSON data."""
-        raw, out = json.dumps(data).encode(), _Handle()
-        err = load().cue_from_json(self.handle, raw, len(raw), ctypes.byref(out))
         if err:
             raise _error(err)
         return Value(self, out.value)

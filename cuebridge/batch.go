@@ -10,7 +10,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"runtime/debug"
 	"sync"
 	"unsafe"
 
@@ -62,17 +61,6 @@ func numbers(x any) any {
 }
 
 func formatMsg(format string, args []any) string { return fmt.Sprintf(format, args...) }
-
-func cueVersion() string {
-	if info, ok := debug.ReadBuildInfo(); ok {
-		for _, dep := range info.Deps {
-			if dep.Path == "cuelang.org/go" {
-				return dep.Version
-			}
-		}
-	}
-	return "unknown"
-}
 
 // evalItem fills the pack's `input` with one document and reads the
 // violations of each rule asked for.

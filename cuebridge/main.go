@@ -62,12 +62,6 @@ func cue_free(h C.uintptr_t) {
 //export libc_free
 func libc_free(p unsafe.Pointer) { C.free(p) }
 
-//export cue_error_string
-func cue_error_string(h C.uintptr_t) *C.char {
-	err := cgo.Handle(h).Value().(error)
-	return C.CString(errors.Details(err, nil))
-}
-
 // errorEntry is one error of a CUE error list with its position.
 type errorEntry struct {
 	Message string   `json:"message"`
@@ -128,9 +122,6 @@ func cue_compile_bytes(ctx C.uintptr_t, data unsafe.Pointer, size C.size_t, file
 	return 0
 }
 
-//export cue_top
-func cue_top(ctx C.uintptr_t) C.uintptr_t { return handleOf(ctxOf(ctx).CompileString("_")) }
-
 //export cue_unify
 func cue_unify(a, b C.uintptr_t) C.uintptr_t { return handleOf(valueOf(a).Unify(valueOf(b))) }
 
@@ -172,16 +163,3 @@ func cue_dec_json(v C.uintptr_t, out *unsafe.Pointer, n *C.size_t) C.uintptr_t {
 	bytesOut(b, out, n)
 	return 0
 }
-
-//export cue_from_json
-func cue_from_json(ctx C.uintptr_t, data unsafe.Pointer, size C.size_t, out *C.uintptr_t) C.uintptr_t {
-	x, err := decodeJSON(ctxOf(ctx), C.GoBytes(data, C.int(size)))
-	if err != nil {
-		return errorHandle(err)
-	}
-	*out = handleOf(x)
-	return 0
-}
-
-//export cue_version
-func cue_version() *C.char { return C.CString(cueVersion()) }

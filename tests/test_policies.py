@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from compiler import cuelib
 from compiler.builtin import builtin_runtimes
@@ -307,3 +308,20 @@ def test_policy_diagnostics_in_sarif(tmp_path: Path, capsys: pytest.CaptureFixtu
     code, out, _ = run(["validate", str(job), "--format", "sarif"], capsys)
     results = json.loads(out)["runs"][0]["results"]
     assert code == 0 and any(r["ruleId"] == "images.tag" for r in results)
+
+
+def test_jobsets_equal_where_packs_look_are_evaluated_once() -> None:
+    """The memo: TrainJobs that differ only in fields no rule reads share the evaluations."""
+    from compiler import compile_trainjob, prepare_runtime
+    from compiler.policy.engine import PolicySet
+
+    runtime = prepare_runtime(next(d.data for d in builtin_runtimes()
+                                   if d.data["metadata"]["name"] == "torch-distributed"))
+    policies = PolicySet(Loader().load_all(pack_files([], builtin=True)))
+    for i in range(5):
+        job = yaml.safe_load(TRAINJOB.format(annotations="").replace("name: job",
+                                                                        f"name: job-{i}"))
+        jobset = next(o for o in compile_trainjob(job, runtime).objects if o["kind"] == "JobSet")
+        assert [v.rule.id for v in policies.check("JobSet", jobset, job)] == \
+            ["images.tag", "resources.trainer-requests", "security.run-as-non-root"]
+    assert policies.evaluations == len(policies.packs)
