@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 UPSTREAM ?= ../shared/upstream
 
-.PHONY: setup policies-test plugin-orders test e2e e2e-binaries lint typecheck unit golden bench schemas schemas-check gofacts render clean
+.PHONY: setup wheel policies-test plugin-orders test e2e e2e-binaries lint typecheck unit golden bench schemas schemas-check gofacts render clean
 
 CUE_LIB := build/cue/libtjccue.so
 
@@ -14,6 +14,11 @@ setup: $(VENV)/.installed $(CUE_LIB)
 # policy engine; Go's module and build caches make a rebuild cheap.
 $(CUE_LIB): cuebridge/go.mod cuebridge/go.sum $(wildcard cuebridge/*.go)
 	cd cuebridge && go build -mod=readonly -trimpath -buildmode=c-shared -o ../$(CUE_LIB) .
+
+# The platform wheel users install: sdist, then the wheel built from it with the CUE evaluator
+# compiled into the package (setup.py; Go required). Written to dist/.
+wheel: setup
+	TJC_REQUIRE_CUE=1 PIP_CONSTRAINT= $(BIN)/python -m build --outdir dist .
 
 $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)

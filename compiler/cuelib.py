@@ -1,10 +1,12 @@
 """The binding to the official CUE evaluator, with the shape of cue-py.
 
 `Context().compile(source)` gives a `Value`; values `unify`, `lookup`, `fill`, `validate` and
-turn `to_json`. The evaluator is cuelang.org/go built by `make setup` into a shared library
-(`cuebridge/`, libcue's C interface plus one batch call) and loaded with ctypes the first time
-a `Context` is made, so commands that use no policy never load it. Errors come back as
-`CueError`, with each message's file, line and column. Nothing here knows about policies.
+turn `to_json`. The evaluator is cuelang.org/go built into a shared library (`cuebridge/`,
+libcue's C interface plus one batch call) when the package is built (setup.py puts it in
+`compiler/_native/`; an editable checkout has it in build/cue from `make setup`) and loaded
+with ctypes the first time a `Context` is made, so commands that use no policy never load it.
+Errors come back as `CueError`, with each message's file, line and column. Nothing here knows
+about policies.
 """
 
 from __future__ import annotations
@@ -13,14 +15,16 @@ import ctypes
 import json
 import os
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 LIBRARY_ENV = "TJC_LIBCUE"
 BUILD_DIR = Path(__file__).resolve().parent.parent / "build" / "cue"
 LIBRARY_NAME = "libtjccue.so"
-INSTALL_HINT = "run `make setup` in the trainjob-compiler checkout (it builds the CUE " \
-               "evaluator from Go modules), or point TJC_LIBCUE at a built libtjccue.so"
+INSTALL_HINT = "reinstall trainjob-compiler with Go installed (building the package " \
+               "compiles the CUE evaluator into it; `make setup` in a checkout), point " \
+               "TJC_LIBCUE at a built libtjccue.so, or pass --no-default-policies"
 
 _Handle = ctypes.c_size_t
 
@@ -57,9 +61,13 @@ class CueError(Exception):
 
 
 def library_path() -> Path:
-    """Where the shared library is looked for: TJC_LIBCUE, else the checkout's build folder."""
+    """Where the shared library is looked for: TJC_LIBCUE, else inside the installed package,
+    else the checkout's build folder (an editable install)."""
     configured = os.environ.get(LIBRARY_ENV)
-    return Path(configured) if configured else BUILD_DIR / LIBRARY_NAME
+    if configured:
+        return Path(configured)
+    packaged = Path(str(resources.files("compiler").joinpath("_native", LIBRARY_NAME)))
+    return packaged if packaged.is_file() else BUILD_DIR / LIBRARY_NAME
 
 
 _LIB: ctypes.CDLL | None = None

@@ -160,19 +160,23 @@ def test_rule_breaking_the_contract_is_reported_at_the_rule(
     assert "odd.cue:6:" in err and "[TJC-POLICY-INVALID]" in err
 
 
-def test_missing_engine_says_how_to_install(tmp_path: Path) -> None:
+def test_missing_engine_fails_closed_with_the_install_hint(tmp_path: Path) -> None:
     (tmp_path / "team.cue").write_text(TEAM_POLICY)
     env = {**os.environ, "TJC_LIBCUE": str(tmp_path / "absent.so")}
-    cmd = [sys.executable, "-m", "compiler", "validate", str(ROOT / "examples")]
-    explicit = subprocess.run([*cmd, "--policy", str(tmp_path)], env=env, capture_output=True,
-                              text=True, check=False)
-    assert explicit.returncode == 2 and "make setup" in explicit.stderr
-    assert "Traceback" not in explicit.stderr
-    default = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
-    assert default.returncode == 0 and "not applied" in default.stderr
+    for verb in ("validate", "render"):
+        cmd = [sys.executable, "-m", "compiler", verb, str(ROOT / "examples")]
+        for extra in (["--policy", str(tmp_path)], []):
+            done = subprocess.run([*cmd, *extra], env=env, capture_output=True, text=True,
+                                  check=False)
+            assert done.returncode == 2, (verb, extra, done.stderr)
+            assert done.stdout == "" and len(done.stderr.splitlines()) == 1
+            assert "CUE evaluator" in done.stderr and "--no-default-policies" in done.stderr
+        off = subprocess.run([*cmd, "--no-default-policies"], env=env, capture_output=True,
+                             text=True, check=False)
+        assert off.returncode == 0, off.stderr
     cases = subprocess.run([sys.executable, "-m", "compiler", "policies", "test"], env=env,
                            capture_output=True, text=True, check=False)
-    assert cases.returncode == 2 and "make setup" in cases.stderr
+    assert cases.returncode == 2 and "CUE evaluator" in cases.stderr
     assert "Traceback" not in cases.stderr
 
 

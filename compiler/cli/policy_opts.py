@@ -1,15 +1,15 @@
 """The policy options shared by `tjc validate` and `tjc render`, and building the policy set.
 
-The built-in packs are on unless `--no-default-policies` (without the CUE evaluator they are
-left out with a warning saying how to build it); `--policy DIR` adds packs, `--skip`
-turns rules (or whole packs) off for the run, `--policy-values FILE` (YAML, JSON or CUE) sets
-the packs' settings. The CUE evaluator is loaded only when at least one pack is in use.
+The built-in packs are on unless `--no-default-policies`; without the CUE evaluator any
+command that would apply a pack fails closed (exit 2, one line saying how to get it).
+`--policy DIR` adds packs, `--skip` turns rules (or whole packs) off for the run,
+`--policy-values FILE` (YAML, JSON or CUE) sets the packs' settings. The CUE evaluator is
+loaded only when at least one pack is in use.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -121,11 +121,7 @@ def build(args: argparse.Namespace) -> PolicyChecker | None:
     try:
         cuelib.load()
     except cuelib.EngineMissing as exc:
-        if folders:
-            raise setup_problem(str(exc)) from None
-        print(f"tjc: warning: the built-in policy packs are not applied: {exc}",
-              file=sys.stderr)
-        return None
+        raise setup_problem(str(exc)) from None
     settings = load_values(args.policy_values) if args.policy_values else {}
     loaded = load_packs(files, settings)
     return PolicyChecker(PolicySet(loaded, skips(args.skip), settings))
