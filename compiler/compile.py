@@ -4,16 +4,18 @@ The pipeline: structural pass and CRD defaulting of both inputs, the context bui
 active plugins in graph order (each returns edits the core applies), the JobSet builder last.
 A runtime can be prepared once (`prepare_runtime`) and reused for many TrainJobs. Returns plain
 dicts and diagnostics; never raises for bad input, never mutates its arguments, reads no file,
-clock, environment or random source. Callers: the render application, the library API.
+clock, environment or random source. `compile_trainjob` admits the TrainJob first (as the API
+server would) unless told not to. Callers: the render application, the controller, the library
+API.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from compiler import structural, typed
+from compiler import admission, structural, typed
 from compiler.context import CompileOptions, Context, build_context
 from compiler.data import fast_copy
 from compiler.defaults import default_in_place
@@ -51,6 +53,14 @@ class PreparedRuntime:
     doc: Obj
     spec: Obj
     diagnostics: tuple[Diagnostic, ...]
+    _admitted: list[tuple[Obj, list[Diagnostic]]] = field(default_factory=list, compare=False,
+                                                          repr=False)
+
+    def admitted(self) -> tuple[Obj, list[Diagnostic]]:
+        """The runtime's own admission (`admission.admit_runtime`), computed once."""
+        if not self._admitted:
+            self._admitted.append(admission.admit_runtime(self.doc))
+        return self._admitted[0]
 
 
 def prepare_runtime(runtime: Mapping[str, Any]) -> PreparedRuntime:
@@ -70,11 +80,26 @@ def prepare_runtime(runtime: Mapping[str, Any]) -> PreparedRuntime:
 
 def compile_trainjob(trainjob: Mapping[str, Any],
                      runtime: Mapping[str, Any] | PreparedRuntime, *,
-                     options: CompileOptions | None = None) -> CompileResult:
-    """Compile one TrainJob against the runtime it references."""
+                     options: CompileOptions | None = None, validate: bool = True,
+                     old: Mapping[str, Any] | None = None) -> CompileResult:
+    """Compile one TrainJob against the runtime it references.
+
+    First the TrainJob goes through admission (`admission.admit`: schema, CEL, webhook rules,
+    with `old` the previous version on an update); what the cluster would refuse gives
+    `ok=False`, the diagnostics and no objects. `validate=False` skips admission and compiles
+    what the cluster would refuse too (as upstream's controller does when its webhook is
+    bypassed; `tjc render --no-validate`)."""
     prepared = runtime if isinstance(runtime, PreparedRuntime) else prepare_runtime(runtime)
+    ref = _object_ref(trainjob)
+    admitted: list[Diagnostic] = []
+    if validate and not has_errors(prepared.diagnostics):
+        admitted = admission.admit_against(trainjob, prepared.admitted(), old)
+        if has_errors(admitted):
+            return CompileResult((), tuple(with_object(admitted, ref)))
     tj, notes = _prepare_trainjob(trainjob)
-    return compile_defaulted(tj, prepared, options=options, notes=notes, ref=_object_ref(trainjob))
+    seen = {(d.rule, d.path, d.message) for d in [*notes, *prepared.diagnostics]}
+    notes += [d for d in admitted if (d.rule, d.path, d.message) not in seen]
+    return compile_defaulted(tj, prepared, options=options, notes=notes, ref=ref)
 
 
 def compile_defaulted(tj: Obj, prepared: PreparedRuntime, *, options: CompileOptions | None = None,

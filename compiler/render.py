@@ -93,7 +93,8 @@ def render_one(tj: Document, table: dict[RuntimeKey, RuntimeEntry],
     if entry is None:
         result.diagnostics.append(not_found(key).at(tj.locate(("spec", "runtimeRef", "name"))))
         return result
-    compiled = compile_trainjob(tj.data, entry.get(), options=options) if checked is None \
+    compiled = compile_trainjob(tj.data, entry.get(), options=options, validate=False) \
+        if checked is None \
         else compile_defaulted(checked, entry.get(), options=options)
     result.objects = list(compiled.objects)
     seen = {(d.rule, d.field_path, d.locations) for d in result.diagnostics}

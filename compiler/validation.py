@@ -9,19 +9,18 @@ and, per TrainJob, by the render application before it compiles. No I/O beyond `
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from compiler import structural
+from compiler import admission
 from compiler.compile import compile_defaulted
-from compiler.data import copy_json
-from compiler.defaults import default_in_place
 from compiler.diagnostics import Diagnostic, ObjectRef, Severity, error, has_errors, refused
 from compiler.inputs import RuntimeEntry, classified, runtime_table
 from compiler.loader import Document, Source, iter_source
 from compiler.resolve import RuntimeKey, runtime_key, wanted_key
-from compiler.validate import cel, quirks, schema, webhook
+from compiler.validate import quirks, webhook
 
 if TYPE_CHECKING:
     from compiler.policy.check import PolicyChecker
@@ -58,35 +57,13 @@ def object_ref(data: Obj) -> ObjectRef:
 
 def check_document(doc: Document, old: Obj | None = None) -> Checked:
     """Structural pass, defaults, JSON Schema and CEL for one document."""
-    kind = str(doc.data.get("kind"))
-    data, diagnostics = structural.sanitize(kind, doc.data, subject="document")
-    data = default_in_place(kind, data)
-    old_data = None
-    if old is not None:
-        old_data = default_in_place(kind, structural.sanitize(kind, old, subject="document")[0])
-    seen = {(d.rule, d.path) for d in diagnostics}
-    diagnostics += [d for d in schema.validate(kind, data) if (d.rule, d.path) not in seen]
-    diagnostics += cel.validate(kind, data, old_data)
+    data, diagnostics = admission.check_object(str(doc.data.get("kind")), doc.data, old)
     return Checked(doc, data, diagnostics)
 
 
 def _well_typed(checked: Checked) -> Obj:
-    """The document without its wrongly typed values: the webhook rules assume the schema's
-    types (the API server checks the schema before it calls webhooks), and dropping only the
-    bad values lets every other rule still report in the same run."""
-    bad = [d.path for d in checked.diagnostics if d.rule == "TJC-SCHEMA-TYPE" and d.path]
-    if not bad:
-        return checked.data
-    data: Obj = copy_json(checked.data)
-    for path in sorted(bad, key=len, reverse=True):
-        parent: Any = data
-        for part in path[:-1]:
-            parent = _child(parent, part)
-        if isinstance(parent, dict):
-            parent.pop(path[-1], None)
-        elif isinstance(parent, list) and isinstance(path[-1], int) and path[-1] < len(parent):
-            parent[path[-1]] = {}
-    return data
+    """The document without its wrongly typed values (`admission.well_typed`)."""
+    return admission.well_typed(checked.data, checked.diagnostics)
 
 
 def _elsewhere(key: RuntimeKey, table: dict[RuntimeKey, RuntimeEntry]) -> list[Diagnostic]:
@@ -98,14 +75,6 @@ def _elsewhere(key: RuntimeKey, table: dict[RuntimeKey, RuntimeEntry]) -> list[D
                        f"a TrainingRuntime {key.name} exists in namespace {', '.join(others)}, "
                        f"but a TrainJob can use only a TrainingRuntime of its own namespace "
                        f"({key.namespace}) or a ClusterTrainingRuntime", ("spec", "runtimeRef"))]
-
-
-def _child(value: Any, part: str | int) -> Any:
-    if isinstance(value, dict):
-        return value.get(part)
-    if isinstance(value, list) and isinstance(part, int) and part < len(value):
-        return value[part]
-    return None
 
 
 def _locate(diagnostics: Sequence[Diagnostic], checked: Checked, runtime: Document | None,
@@ -261,3 +230,28 @@ def _previous(sources: Sequence[Source]) -> dict[ObjectKey, Obj]:
             if isinstance(doc, Document):
                 out[object_key(doc.data)] = doc.data
     return out
+
+
+def validate_documents(documents: Iterable[Mapping[str, Any]],
+                       runtimes: Iterable[Mapping[str, Any]] = (), *,
+                       previous: Iterable[Mapping[str, Any]] = (), builtin: bool = True,
+                       policies: PolicyChecker | None = None) -> list[Diagnostic]:
+    """`tjc validate` for documents already in memory (a controller's or admission hook's
+    objects): every diagnostic of each TrainJob and runtime in `documents`, resolving
+    runtimeRefs against them, `runtimes` and (unless `builtin=False`) the built-in runtimes;
+    `previous` holds the objects' previous versions (transition rules). Each diagnostic names
+    its object and field path; its location is `<document N>:line:col` in the document
+    printed as indented JSON."""
+    sources = [_memory(f"<document {i}>", doc) for i, doc in enumerate(documents)]
+    extra = [d for i, doc in enumerate(runtimes) for d in iter_source(_memory(
+        f"<runtime {i}>", doc)) if isinstance(d, Document)]
+    if builtin:
+        from compiler.builtin import builtin_runtimes
+
+        extra = [*builtin_runtimes(), *extra]
+    old = [_memory(f"<previous {i}>", doc) for i, doc in enumerate(previous)]
+    return list(validate_stream(sources, extra, old, policies))
+
+
+def _memory(name: str, doc: Mapping[str, Any]) -> Source:
+    return Source(name, json.dumps(doc, indent=2, default=str))

@@ -127,7 +127,9 @@ def test_torch_env_injection_target_in_the_compile() -> None:
     torch["spec"]["mlPolicy"] = {"torch": {"envInjection": {"targets": [
         {"jobName": "node", "containerNames": ["missing"]}]}}}
     trainjob = yaml.safe_load(job("inject"))
+    assert [d.rule for d in compile_trainjob(trainjob, torch, validate=False).diagnostics] \
+        == ["TJC-TORCH-ENV-INJECTION"]
     assert [d.rule for d in compile_trainjob(trainjob, torch).diagnostics] == [
-        "TJC-TORCH-ENV-INJECTION"]
+        "TJC-WEBHOOK-TORCH-ENV-INJECTION"]
     torch["spec"]["mlPolicy"]["torch"] = {}
     assert compile_trainjob(trainjob, torch).ok

@@ -43,7 +43,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import compiler
 from compiler.defaults import KIND_KEYS
 from compiler.diagnostics import Diagnostic, Severity
 from compiler.diagnostics import Path as FieldPath
@@ -181,7 +180,7 @@ def _plan(kind: str) -> _Node | str:
 
 
 def _load_plan(key: str) -> _Node | str:
-    path = Path(compiler.__file__).parent / "schemas" / f"{key}.json"
+    path = Path(__file__).parent.parent / "schemas" / f"{key}.json"
     try:
         schema = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:

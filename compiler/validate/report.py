@@ -9,8 +9,8 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from compiler import __version__
 from compiler.diagnostics import Diagnostic, Severity
+from compiler.version import __version__
 
 SARIF_LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.NOTICE: "note"}
 

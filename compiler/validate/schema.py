@@ -33,11 +33,10 @@ from collections.abc import Callable, Mapping, Sized
 from pathlib import Path as FilePath
 from typing import Any, Final
 
-import compiler
 from compiler.defaults import KIND_KEYS
 from compiler.diagnostics import Diagnostic, Path, Severity
 
-SCHEMA_DIR: Final = FilePath(compiler.__file__).parent / "schemas"
+SCHEMA_DIR: Final = FilePath(__file__).parent.parent / "schemas"
 SUBJECT: Final = "document"
 
 # Every schema keyword this module checks; `IGNORED` ones are annotations or other layers'.

@@ -1,0 +1,85 @@
+"""Admission in the library: `admit`, `compile_trainjob` refusing what the cluster refuses, and
+`validate_documents` for documents in memory. Expected rules are upstream's: the torch
+webhook's reserved PET_* envs (pkg/runtime/framework/plugins/torch), the CRD's name rule."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import compiler
+from compiler import admit, compile_trainjob, validate_documents
+from compiler.builtin import builtin_runtimes
+from compiler.diagnostics import Severity
+
+Obj = dict[str, Any]
+TRAINJOB: Obj = {
+    "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+    "metadata": {"name": "mnist", "namespace": "team-a"},
+    "spec": {"runtimeRef": {"name": "torch-distributed"},
+             "trainer": {"numNodes": 2, "image": "ghcr.io/acme/train:1.0"}},
+}
+
+
+def _torch() -> Obj:
+    return next(d.data for d in builtin_runtimes()
+                if d.data["metadata"]["name"] == "torch-distributed")
+
+
+def _with_env(name: str) -> Obj:
+    job = copy.deepcopy(TRAINJOB)
+    job["spec"]["trainer"]["env"] = [{"name": name, "value": "4"}]
+    return job
+
+
+def _errors(found: Any) -> list[str]:
+    return [d.rule for d in found if d.severity is Severity.ERROR]
+
+
+def test_admit_refuses_a_reserved_env_and_accepts_a_good_job() -> None:
+    assert _errors(admit(TRAINJOB, _torch())) == []
+    found = admit(_with_env("PET_NNODES"), _torch())
+    assert _errors(found) == ["TJC-WEBHOOK-TORCH-RESERVED-ENV"]
+    assert found[-1].path == ("spec", "trainer", "env")
+    assert "PET_NNODES" in found[-1].message
+
+
+def test_admit_refuses_an_invalid_name_and_a_missing_runtime() -> None:
+    job = copy.deepcopy(TRAINJOB)
+    job["metadata"]["name"] = "Bad_Name"
+    assert "TJC-CEL-NAME-FORMAT" in _errors(admit(job, _torch()))
+    assert _errors(admit(TRAINJOB, None)) != []
+
+
+def test_admit_fails_a_trainjob_whose_runtime_is_invalid() -> None:
+    runtime = copy.deepcopy(_torch())
+    runtime["spec"]["template"]["spec"]["replicatedJobs"] = "nope"
+    assert "TJC-RUNTIME-INVALID" in _errors(admit(TRAINJOB, runtime))
+
+
+def test_compile_admits_by_default_and_skips_on_request() -> None:
+    refused = compile_trainjob(_with_env("PET_NNODES"), _torch())
+    assert not refused.ok and refused.objects == ()
+    assert _errors(refused.diagnostics) == ["TJC-WEBHOOK-TORCH-RESERVED-ENV"]
+    assert refused.diagnostics[0].obj is not None and refused.diagnostics[0].obj.name == "mnist"
+    built = compile_trainjob(_with_env("PET_NNODES"), _torch(), validate=False)
+    assert built.ok and any(o["kind"] == "JobSet" for o in built.objects)
+    assert compile_trainjob(TRAINJOB, _torch()).ok
+
+
+def test_validate_documents_checks_documents_in_memory() -> None:
+    found = validate_documents([_with_env("PET_NNODES")])
+    assert _errors(found) == ["TJC-WEBHOOK-TORCH-RESERVED-ENV"]
+    assert found[0].locations[0].file == "<document 0>"
+    assert _errors(validate_documents([TRAINJOB])) == []
+    custom = copy.deepcopy(_torch())
+    custom["metadata"]["name"] = "team-torch"
+    job = copy.deepcopy(TRAINJOB)
+    job["spec"]["runtimeRef"]["name"] = "team-torch"
+    assert _errors(validate_documents([job], [custom], builtin=False)) == []
+    assert _errors(validate_documents([job], builtin=False)) != []
+
+
+def test_error_types_are_exported() -> None:
+    assert issubclass(compiler.InputError, compiler.TjcError)
+    assert issubclass(compiler.CompileError, compiler.TjcError)
