@@ -275,3 +275,45 @@ def test_unsupported_runtime_kind_fails_the_trainjob() -> None:
     assert failed is not None and (failed["reason"], failed["message"]) == (
         "TrainingRuntimeNotSupported", "unsupported runtime: Foo.example.com")
     assert kube.applied == []
+
+
+def _policies() -> Any:
+    from compiler.policy.engine import PolicySet
+    from compiler.policy.packs import Loader, pack_files
+
+    return PolicySet(Loader().load_all(pack_files([], builtin=True)))
+
+
+def test_reconcile_refuses_what_the_webhook_refuses() -> None:
+    kube = FakeKube()
+    _with_runtime(kube)
+    kube.put(TRAINJOB, _trainjob(trainer={"numNodes": 2, "env": [
+        {"name": "PET_NNODES", "value": "4"}]}))
+    _reconciler(kube).reconcile(("ns", "j"))
+    failed = st.condition(kube.status_patches[-1]["status"], "Failed")
+    assert failed is not None and failed["reason"] == INVALID_REASON
+    assert "spec.trainer.env: " in failed["message"]
+    assert "[TJC-WEBHOOK-TORCH-RESERVED-ENV]" in failed["message"]
+    assert not [o for o in kube.applied if o["kind"] == "JobSet"]
+
+
+def test_reconcile_refuses_a_policy_deny_and_builds_what_passes() -> None:
+    kube = FakeKube()
+    _with_runtime(kube)
+    mismatched = {"numNodes": 1, "resourcesPerNode": {
+        "requests": {"nvidia.com/gpu": "1"}, "limits": {"nvidia.com/gpu": "2"}}}
+    kube.put(TRAINJOB, _trainjob(trainer=mismatched))
+    reconciler = _reconciler(kube)
+    reconciler.policies = _policies()
+    reconciler.reconcile(("ns", "j"))
+    failed = st.condition(kube.status_patches[-1]["status"], "Failed")
+    assert failed is not None and failed["reason"] == INVALID_REASON
+    assert "[resources.extended-requests-equal-limits]" in failed["message"]
+    assert not [o for o in kube.applied if o["kind"] == "JobSet"]
+    good = FakeKube()
+    _with_runtime(good)
+    good.put(TRAINJOB, _trainjob(trainer={"numNodes": 1}))
+    passing = _reconciler(good)
+    passing.policies = reconciler.policies
+    passing.reconcile(("ns", "j"))
+    assert [o["kind"] for o in good.applied] == ["ConfigMap", "JobSet"]

@@ -6,12 +6,19 @@ import argparse
 import logging
 from typing import Any
 
+from compiler.cli import policy_opts
+
 HELP = "run the TrainJob controller: compile every TrainJob and apply its JobSet"
 EPILOG = """\
 examples:
   tjc controller                                   in-cluster config or ~/.kube/config
   tjc controller --kubeconfig kind.yaml --namespace team-a
   tjc controller --all-namespaces --leader-elect --workers 8
+  tjc controller --policy /etc/tjc/policies --policy-values /etc/tjc/values.yaml
+
+Before it builds, every TrainJob goes through admission (schema, CEL and webhook rules) and the
+policy packs (the built-in ones unless --no-default-policies, plus --policy folders, with the
+exemptions of --policy-values); one that fails gets the Failed condition and no JobSet.
 
 Serves Prometheus metrics on /metrics and probes on /healthz and /readyz (--metrics-port).
 exit codes: 0 stopped by a signal, 1 lost the leader lease, 2 usage error.
@@ -37,6 +44,7 @@ def register(verbs: Any) -> None:
                         help="reconcile only while holding the Lease tjc-controller (in "
                         "$POD_NAMESPACE, else default)")
     parser.add_argument("-v", "--verbose", action="store_true", help="log every retry")
+    policy_opts.add_arguments(parser)
     parser.set_defaults(func=run)
 
 
@@ -45,8 +53,10 @@ def run(args: argparse.Namespace) -> int:
     from compiler.controller.manager import Options
     from compiler.controller.manager import run as run_controller
 
+    checker = policy_opts.build(args)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(message)s")
     return run_controller(Options(kubeconfig=args.kubeconfig, namespace=args.namespace,
                                   workers=args.workers, metrics_port=args.metrics_port,
-                                  leader_elect=args.leader_elect))
+                                  leader_elect=args.leader_elect,
+                                  policies=checker.policies if checker else None))

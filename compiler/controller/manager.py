@@ -19,7 +19,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compiler.controller.informer import Informer, key_of
 from compiler.controller.kube import (
@@ -39,6 +39,9 @@ from compiler.controller.metrics import Metrics, serve
 from compiler.controller.reconcile import Reconciler
 from compiler.controller.workqueue import WorkQueue
 
+if TYPE_CHECKING:
+    from compiler.policy.engine import PolicySet
+
 Obj = dict[str, Any]
 LOG = logging.getLogger("tjc.controller")
 EVENTS = Resource("events.k8s.io", "v1", "events", "Event")
@@ -56,6 +59,7 @@ class Options:
     leader_elect: bool = False
     leader_namespace: str = "default"
     lease_name: str = "tjc-controller"
+    policies: PolicySet | None = None
 
 
 def owner_key(obj: Obj) -> tuple[str, str] | None:
@@ -82,7 +86,7 @@ class Controller:
         self.owned = [Informer(kube, res, ns, self._owned) for res in (JOBSET, CONFIGMAP,
                                                                        SECRET)]
         self.reconciler = Reconciler(kube, self.trainjobs, self.owned[0], sshkeys.generated(),
-                                     self._event)
+                                     self._event, policies=options.policies)
         self.identity = f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
 
     def _served(self, res: Resource) -> bool:

@@ -1,10 +1,11 @@
 """One reconcile of one TrainJob, in upstream's order (reference §6).
 
-managedBy → resolve the runtime (snapshot first) → compile with the core → server-side apply
-each object (a running JobSet is not rewritten, an existing PodGroup or SSH Secret is kept) →
-Suspended condition → status from the JobSet → active deadline → status patch when changed.
-A TrainJob the compiler refuses gets a Failed condition with the diagnostics instead of a
-retry loop. Errors become a Warning event and a retry with backoff.
+managedBy → resolve the runtime (snapshot first) → compile with the core (which admits the
+TrainJob) → policy packs (`admission`) → server-side apply each object (a running JobSet is not
+rewritten, an existing PodGroup or SSH Secret is kept) → Suspended condition → status from the
+JobSet → active deadline → status patch when changed. A TrainJob the compiler or a policy
+refuses gets a Failed condition with the diagnostics instead of a retry loop. Errors become a
+Warning event and a retry with backoff.
 """
 
 from __future__ import annotations
@@ -14,11 +15,11 @@ import copy
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compiler.compile import compile_trainjob
 from compiler.context import CompileOptions, SSHKeySource
-from compiler.controller import snapshot
+from compiler.controller import admission, snapshot
 from compiler.controller import status as st
 from compiler.controller.informer import Informer
 from compiler.controller.kube import (
@@ -29,7 +30,9 @@ from compiler.controller.kube import (
     Kube,
     resource_of,
 )
-from compiler.diagnostics import Severity
+
+if TYPE_CHECKING:
+    from compiler.policy.engine import PolicySet
 
 Obj = dict[str, Any]
 Key = tuple[str, str]
@@ -55,9 +58,11 @@ class Reconciler:
 
     def __init__(self, kube: Kube, trainjobs: Informer, jobsets: Informer,
                  ssh_keys: SSHKeySource, events: Callable[[Obj, str, str], None],
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time,
+                 policies: PolicySet | None = None) -> None:
         self.kube, self.trainjobs, self.jobsets = kube, trainjobs, jobsets
         self.ssh_keys, self.events, self.clock = ssh_keys, events, clock
+        self.policies = policies
 
     def reconcile(self, key: Key) -> Result:
         """One pass over one TrainJob; raises ReconcileError/ApiError to be retried."""
@@ -99,13 +104,11 @@ class Reconciler:
         keys = self.ssh_keys if mpi and not self._exists(SECRET, meta, "-mpi-ssh-auth") \
             else None
         result = compile_trainjob(trainjob, runtime, options=CompileOptions(ssh_keys=keys))
-        errors = [d for d in result.diagnostics if d.severity is Severity.ERROR]
+        errors = admission.refusals(result, trainjob, runtime, self.policies)
         if errors:
             st.set_condition(status, {"type": "Failed", "status": "True",
-                                      "reason": INVALID_REASON, "message": "; ".join(
-                                          f"{d.field_path}: {d.message} [{d.rule}]"
-                                          if d.field_path else f"{d.message} [{d.rule}]"
-                                          for d in errors)[:32000]}, now)
+                                      "reason": INVALID_REASON,
+                                      "message": admission.message(errors)}, now)
             return None
         applied: Obj | None = None
         for obj in result.objects:

@@ -1,0 +1,45 @@
+"""What the controller refuses to build: admission errors and policy denies, before any apply.
+
+The compile has already admitted the TrainJob (schema, CEL and webhook rules, as the API
+server would: the controller cannot rely on a webhook being installed). Then the policy packs
+the controller was started with (`tjc controller --policy`, `--no-default-policies`,
+`--policy-values`) run on the TrainJob, its runtime and the compiled JobSet; a deny (after the
+exemptions of the policy settings) is a refusal too. Called by `reconcile`; pure apart from the
+evaluator the policy set holds.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from compiler.admission import admit_runtime
+from compiler.compile import CompileResult
+from compiler.diagnostics import Diagnostic, Severity
+
+if TYPE_CHECKING:
+    from compiler.policy.engine import PolicySet
+
+Obj = dict[str, Any]
+
+
+def refusals(result: CompileResult, trainjob: Obj, runtime: Obj,
+             policies: PolicySet | None) -> list[Diagnostic]:
+    """The errors that keep the TrainJob from being built: the compile's own, else the
+    policy denies (none when no policy set is configured)."""
+    errors = [d for d in result.diagnostics if d.severity is Severity.ERROR]
+    if errors or policies is None:
+        return errors
+    found = [v.diagnostic() for v in policies.check("TrainJob", trainjob)]
+    rt = admit_runtime(runtime)[0]
+    found += [v.diagnostic() for v in policies.check(str(rt.get("kind", "")), rt)]
+    for obj in result.objects:
+        if obj.get("kind") == "JobSet":
+            found += [v.diagnostic() for v in policies.check("JobSet", obj, trainjob)]
+    found += policies.errors
+    return [d for d in found if d.severity is Severity.ERROR]
+
+
+def message(errors: list[Diagnostic]) -> str:
+    """The Failed condition's message: every error with its field path and rule."""
+    return "; ".join(f"{d.field_path}: {d.message} [{d.rule}]" if d.field_path
+                     else f"{d.message} [{d.rule}]" for d in errors)[:32000]
