@@ -48,6 +48,17 @@ class ObjectRef:
 Path = tuple[str | int, ...]
 
 
+@dataclass(frozen=True)
+class Suppression:
+    """Why a policy violation does not count: an exemption was used. `kind` is SARIF's
+    (`external`: the policy settings; `inSource`: the object's own annotation); `severity` is
+    what the diagnostic would have been."""
+
+    kind: str
+    justification: str
+    severity: Severity
+
+
 def format_path(path: Path) -> str:
     """Render a field path the Kubernetes way: `spec.trainer.env[2].name`."""
     out: list[str] = []
@@ -74,6 +85,7 @@ class Diagnostic:
     obj: ObjectRef | None = None
     subject: str = "trainjob"
     locations: tuple[Location, ...] = field(default=())
+    suppression: Suppression | None = None
 
     @property
     def field_path(self) -> str:
@@ -90,6 +102,8 @@ class Diagnostic:
         obj = f"{self.obj}: " if self.obj else ""
         path = f"{self.field_path}: " if self.path else ""
         extra = "".join(f" (also {loc})" for loc in self.locations[1:])
+        if self.suppression is not None:
+            extra += f" (exempted by {self.suppression.justification})"
         return f"{where}{self.severity.value}: {obj}{path}{self.message} [{self.rule}]{extra}"
 
 

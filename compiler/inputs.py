@@ -2,7 +2,9 @@
 
 Shared by the render and validate applications. The first pass over the inputs collects the
 runtimes (only sources whose text can hold one are parsed); user runtimes replace built-in ones
-with a notice, and a runtime defined twice is an error. No I/O beyond `Document`.
+with a notice, and a runtime defined twice is an error. YAML that is not a Kubernetes object
+(no apiVersion and kind: kustomization or CI workflow files; Helm templates) is skipped with a
+notice. No I/O beyond `Document`.
 """
 
 from __future__ import annotations
@@ -36,6 +38,10 @@ class RuntimeEntry:
 def kind_of(doc: Document) -> str | Diagnostic:
     """`TrainJob`, a runtime kind, or why the document is skipped or wrong."""
     api, kind = doc.data.get("apiVersion"), doc.data.get("kind")
+    if api is None and kind is None:
+        return Diagnostic(Severity.NOTICE, "TJC-INPUT-NOT-KUBERNETES",
+                          "skipped: not a Kubernetes object (no apiVersion and kind; e.g. a "
+                          "kustomization or workflow file)").at(doc.locate())
     if not isinstance(api, str) or not isinstance(kind, str) or not api or not kind:
         return error("TJC-INPUT-NO-KIND", "document has no apiVersion and kind; expected a "
                      "TrainJob, TrainingRuntime or ClusterTrainingRuntime").at(doc.locate())
@@ -86,6 +92,16 @@ def classified(sources: Sequence[Source]) -> Iterator[tuple[Document, str] | Dia
         for doc in iter_source(source):
             kind = doc if isinstance(doc, Diagnostic) else kind_of(doc)
             if isinstance(kind, Diagnostic):
-                yield kind
+                yield _template(kind, source)
             elif isinstance(doc, Document):
                 yield doc, kind
+
+
+def _template(found: Diagnostic, source: Source) -> Diagnostic:
+    """A YAML syntax error in a file with template markers (a Helm chart's templates/) is a
+    notice that the file was skipped, not an error: it is not a Kubernetes object yet."""
+    if found.rule != "TJC-INPUT-SYNTAX" or "{{" not in source.text:
+        return found
+    return Diagnostic(Severity.NOTICE, "TJC-INPUT-TEMPLATE", "skipped: a template (such as a "
+                      "Helm chart's), not YAML until rendered; validate its rendered output",
+                      locations=found.locations)

@@ -84,7 +84,10 @@ CASES = [
     Case("runtime-override", "TJC-RUNTIME-OVERRIDE", (runtime("jax-distributed"), job())),
     Case("runtime-own-name", "TJC-RUNTIME-OVERRIDE", (runtime("jax-mine"), job()),
          fires=False),
-    Case("no-kind", "TJC-INPUT-NO-KIND", ("metadata: {name: x}\n",)),
+    Case("no-kind", "TJC-INPUT-NO-KIND", ("kind: TrainJob\nmetadata: {name: x}\n",)),
+    Case("not-kubernetes", "TJC-INPUT-NOT-KUBERNETES", ("resources: [a.yaml]\n",)),
+    Case("helm-template", "TJC-INPUT-TEMPLATE", ("metadata:\n  name: {{ .Values.name }}\n"
+                                                 "  x: {{- include \"a\" . }}\n",)),
     Case("with-kind", "TJC-INPUT-NO-KIND", (job(),), fires=False),
     Case("not-object", "TJC-INPUT-NOT-OBJECT", ("- a\n- b\n",)),
     Case("object", "TJC-INPUT-NOT-OBJECT", (job(),), fires=False),

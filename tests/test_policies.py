@@ -124,13 +124,93 @@ def test_jobset_violation_points_at_the_trainjob_line(
            "latest" in out
 
 
-def test_annotation_exempts_one_object(tmp_path: Path,
-                                       capsys: pytest.CaptureFixture[str]) -> None:
+SKIP_IMAGES = "  annotations:\n    trainjob-compiler/skip-policies: images, resources\n"
+
+
+def _write(tmp_path: Path, values: str, annotations: str = "",
+           namespace: str = "team-a") -> tuple[Path, Path]:
+    (tmp_path / "values.yaml").write_text(values)
     job = tmp_path / "job.yaml"
-    job.write_text(TRAINJOB.format(
-        annotations="  annotations:\n    trainjob-compiler/skip-policies: images\n"))
-    code, out, _ = run(["validate", str(job)], capsys)
-    assert code == 0 and "images.tag" not in out
+    job.write_text(TRAINJOB.format(annotations=annotations).replace(
+        "namespace: team-a", f"namespace: {namespace}"))
+    return job, tmp_path / "values.yaml"
+
+
+def test_annotation_exempts_only_from_warn_rules(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    job, values = _write(tmp_path, "resources: {maxNumNodes: 1}\n", SKIP_IMAGES)
+    code, out, _ = run(["validate", str(job), "--policy-values", str(values)], capsys)
+    assert code == 1  # the deny rule resources.max-nodes is not the author's to exempt
+    assert f"{job}:13:12: notice: TrainJob team-a/job: spec.replicatedJobs[0].template.spec." \
+           "template.spec.containers[0].image: image ghcr.io/acme/trainer:latest is tagged " \
+           "latest: pin a version tag or a digest [images.tag] (exempted by annotation " \
+           "trainjob-compiler/skip-policies of the object)" in out
+    assert f"{job}:12:15: error: TrainJob team-a/job: spec.replicatedJobs[0].template.spec." \
+           "parallelism: 2 trainer nodes, more than the allowed 1 (the annotation " \
+           "trainjob-compiler/skip-policies cannot exempt this deny rule; the policy " \
+           "settings own its exemptions) [resources.max-nodes]" in out
+
+
+def test_settings_can_make_a_deny_rule_annotation_exemptible(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    job, values = _write(tmp_path, "resources: {maxNumNodes: 1}\n"
+                         "annotationExemptible: [resources.max-nodes]\n", SKIP_IMAGES)
+    code, out, _ = run(["validate", str(job), "--policy-values", str(values), "-q"], capsys)
+    assert code == 0, out
+    assert "notice: TrainJob team-a/job: spec.replicatedJobs[0].template.spec.parallelism: " \
+           "2 trainer nodes, more than the allowed 1 [resources.max-nodes] (exempted by " \
+           "annotation trainjob-compiler/skip-policies of the object)" in out
+
+
+EXEMPT = """\
+resources: {maxNumNodes: 1}
+exemptions:
+  - rules: [resources.max-nodes]
+    namespaces: [team-a]
+    expires: EXPIRES
+    reason: the team's benchmark quota
+"""
+
+
+def test_settings_exemption_is_scoped_reported_and_expires(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    job, values = _write(tmp_path, EXEMPT.replace("EXPIRES", "2999-01-01"))
+    code, out, _ = run(["validate", str(job), "--policy-values", str(values), "-q"], capsys)
+    assert code == 0, out
+    assert "[resources.max-nodes] (exempted by exemption #1 of the policy settings: the " \
+           "team's benchmark quota)" in out
+    code, out, _ = run(["validate", str(job), "--policy-values", str(values), "--format",
+                        "json"], capsys)
+    found = [d for d in json.loads(out)["diagnostics"] if d["rule"] == "resources.max-nodes"]
+    assert found[0]["severity"] == "notice" and found[0]["suppression"] == {
+        "kind": "external", "severity": "error",
+        "justification": "exemption #1 of the policy settings: the team's benchmark quota"}
+    code, out, _ = run(["validate", str(job), "--policy-values", str(values), "--format",
+                        "sarif"], capsys)
+    result = next(r for r in json.loads(out)["runs"][0]["results"]
+                  if r["ruleId"] == "resources.max-nodes")
+    assert result["level"] == "error" and result["suppressions"][0]["kind"] == "external"
+    other, _ = _write(tmp_path, EXEMPT.replace("EXPIRES", "2999-01-01"), namespace="team-b")
+    code, out, _ = run(["validate", str(other), "--policy-values", str(values)], capsys)
+    assert code == 1 and "error: TrainJob team-b/job" in out
+    job, values = _write(tmp_path, EXEMPT.replace("EXPIRES", "2020-01-01"))
+    code, out, _ = run(["validate", str(job), "--policy-values", str(values)], capsys)
+    assert code == 1 and "(exemption #1 expired on 2020-01-01) [resources.max-nodes]" in out
+
+
+@pytest.mark.parametrize("entry", [
+    "[{rules: [security.privileged]}]",
+    "[{rules: [], namespaces: [a]}]",
+    "[{rules: [security], namespaces: [a], expires: soon}]",
+    "[{rules: [security], selector: {team: a}}]",
+    "{rules: [security]}",
+])
+def test_broken_exemptions_are_a_usage_error(entry: str, tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    job, values = _write(tmp_path, f"exemptions: {entry}\n")
+    code, out, err = run(["validate", str(job), "--policy-values", str(values)], capsys)
+    assert code == 2 and out == "" and len(err.splitlines()) == 1
+    assert f"{values}:1:1: error: policy values: " in err and "[TJC-POLICY-SETUP]" in err
 
 
 def test_deny_in_render_fails_but_keeps_the_objects(

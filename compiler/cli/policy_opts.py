@@ -3,7 +3,8 @@
 The built-in packs are on unless `--no-default-policies`; without the CUE evaluator any
 command that would apply a pack fails closed (exit 2, one line saying how to get it).
 `--policy DIR` adds packs, `--skip` turns rules (or whole packs) off for the run,
-`--policy-values FILE` (YAML, JSON or CUE) sets the packs' settings. The CUE evaluator is
+`--policy-values FILE` (YAML, JSON or CUE) sets the packs' settings and the exemptions
+(`compiler.policy.exemptions`). The CUE evaluator is
 loaded only when at least one pack is in use.
 """
 
@@ -42,10 +43,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        "scheduling, images)")
     group.add_argument("--skip", action="append", default=[], metavar="RULE",
                        help="do not apply this rule id or pack (comma-separated; may be "
-                       "repeated); per object: annotation trainjob-compiler/skip-policies")
+                       "repeated)")
     group.add_argument("--policy-values", metavar="FILE",
                        help="settings for the packs, as YAML, JSON or CUE (e.g. "
-                       "resources: {maxNumNodes: 16})")
+                       "resources: {maxNumNodes: 16}), and the exemptions: per rule, "
+                       "namespaces, names or a label selector, optional expiry; objects' "
+                       "annotation trainjob-compiler/skip-policies exempts only from warn "
+                       "rules and rules listed in annotationExemptible")
 
 
 def setup_problem(message: str, file: str = "") -> PolicySetupError:
@@ -110,6 +114,7 @@ def build(args: argparse.Namespace) -> PolicyChecker | None:
     from compiler.policy import packs as packs_mod
     from compiler.policy.check import PolicyChecker
     from compiler.policy.engine import PolicySet
+    from compiler.policy.exemptions import split
 
     folders = [Path(p) for p in args.policy]
     missing = [str(p) for p in folders if not p.exists()]
@@ -122,6 +127,10 @@ def build(args: argparse.Namespace) -> PolicyChecker | None:
         cuelib.load()
     except cuelib.EngineMissing as exc:
         raise setup_problem(str(exc)) from None
-    settings = load_values(args.policy_values) if args.policy_values else {}
+    values = load_values(args.policy_values) if args.policy_values else {}
+    try:
+        settings, exemptions = split(values)
+    except ValueError as exc:
+        raise setup_problem(f"policy values: {exc}", args.policy_values) from None
     loaded = load_packs(files, settings)
-    return PolicyChecker(PolicySet(loaded, skips(args.skip), settings))
+    return PolicyChecker(PolicySet(loaded, skips(args.skip), settings, exemptions))

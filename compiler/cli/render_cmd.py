@@ -96,7 +96,7 @@ def _ssh_keys(choice: str | None) -> SSHKeySource | None:
 def report(diagnostics: list[Diagnostic], *, quiet: bool) -> None:
     """One line per diagnostic on stderr."""
     for diag in diagnostics:
-        if quiet and diag.severity is Severity.NOTICE:
+        if quiet and diag.severity is Severity.NOTICE and diag.suppression is None:
             continue
         print(diag.text(), file=sys.stderr)
 

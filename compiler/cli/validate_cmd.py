@@ -3,19 +3,28 @@
 from __future__ import annotations
 
 import argparse
+import os
+import shlex
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from compiler.builtin import builtin_runtimes
+from compiler.builtin import builtin_runtimes, builtin_uris
 from compiler.cli import policy_opts
-from compiler.diagnostics import Severity
-from compiler.loader import parse_source, read_sources
+from compiler.diagnostics import Diagnostic, Severity
+from compiler.loader import Document, parse_source, read_sources
 from compiler.resolve import RUNTIME_KINDS
+
+if TYPE_CHECKING:
+    from compiler.policy.check import PolicyChecker
+
+BUILTIN_PREFIX = "<builtin>/"
 
 HELP = "check TrainJobs and runtimes offline: schema, CEL rules, webhook rules, quirks"
 EPILOG = """\
-exit codes: 0 clean (warnings allowed), 1 errors (or warnings with --strict), 2 usage error or
-unreadable input.
+exit codes: 0 clean (warnings allowed), 1 errors (or warnings with --strict; warnings that come
+only from the built-in runtimes themselves, upstream's files, are reported but do not fail
+--strict), 2 usage error, unreadable input, or policies that cannot be applied (no CUE
+evaluator: pass --no-default-policies to validate without them).
 
 examples:
   tjc validate jobs/ runtimes/                  every document below two folders
@@ -23,6 +32,8 @@ examples:
   tjc validate job.yaml --against old/job.yaml  also check immutable fields (a GitOps diff)
   tjc validate --strict jobs/                   fail on warnings too
   tjc validate jobs/a.yaml --runtimes runtimes/  resolve runtimeRefs with your runtimes
+  tjc validate jobs/a.yaml --repo-runtimes      ... with every runtime in the git repository
+  tjc validate jobs/ --format github            GitHub Actions annotations
   tjc validate jobs/ --policy team-policies/ --policy-values limits.yaml
   tjc validate jobs/ --skip images.tag          all built-in packs but one rule
 """
@@ -34,8 +45,9 @@ def register(verbs: Any) -> None:
                               epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("paths", nargs="+", metavar="PATH",
                         help="YAML/JSON file, folder (searched recursively) or - for stdin")
-    parser.add_argument("--format", choices=("text", "json", "sarif"), default="text",
-                        help="output format (default: text)")
+    parser.add_argument("--format", choices=("text", "json", "sarif", "github"),
+                        default="text", help="output format (default: text; github: GitHub "
+                        "Actions annotations)")
     parser.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
     parser.add_argument("--against", action="append", default=[], metavar="OLD",
                         help="previous version of the inputs (file or folder), to check "
@@ -43,30 +55,74 @@ def register(verbs: Any) -> None:
     parser.add_argument("--runtimes", action="append", default=[], metavar="PATH",
                         help="more runtime documents to resolve runtimeRefs with (not "
                         "themselves reported); may be repeated")
+    parser.add_argument("--repo-runtimes", action="store_true",
+                        help="also resolve runtimeRefs with every runtime in the git "
+                        "repository of the working folder (what the pre-commit hook does)")
     parser.add_argument("--no-builtin-runtimes", action="store_true",
                         help="do not load the built-in ClusterTrainingRuntimes")
-    parser.add_argument("-q", "--quiet", action="store_true", help="do not report notices")
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="do not report notices (exemptions used are still reported)")
     policy_opts.add_arguments(parser)
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Validate, print the report on stdout, return the exit code."""
-    from compiler.validate import report
     from compiler.validation import validate_stream
 
     sources = read_sources(args.paths)
     previous = read_sources(args.against) if args.against else []
     builtin = [] if args.no_builtin_runtimes else list(builtin_runtimes())
-    if args.runtimes:
-        builtin += [doc for source in read_sources(args.runtimes)
-                    for doc in parse_source(source)[0]
-                    if doc.data.get("kind") in RUNTIME_KINDS]
+    builtin += _extra_runtimes(args, {os.path.realpath(s.name) for s in sources})
     checker = policy_opts.build(args)
     diagnostics = [d for d in validate_stream(sources, builtin, previous, checker)
-                   if not (args.quiet and d.severity is Severity.NOTICE)]
+                   if not (args.quiet and d.severity is Severity.NOTICE
+                           and d.suppression is None)]
     if checker is not None:
         diagnostics += checker.policies.errors
-    sys.stdout.write(report.RENDERERS[args.format](diagnostics))
-    failing = {Severity.ERROR, Severity.WARNING} if args.strict else {Severity.ERROR}
-    return 1 if any(d.severity in failing for d in diagnostics) else 0
+    code = exit_code(diagnostics, strict=args.strict)
+    sys.stdout.write(_report(args, diagnostics, checker, code))
+    return code
+
+
+def exit_code(diagnostics: list[Diagnostic], *, strict: bool) -> int:
+    """1 on errors; with `strict` also on warnings, but not on those that come only from the
+    built-in runtimes themselves (upstream's files, which the user cannot change)."""
+    if any(d.severity is Severity.ERROR for d in diagnostics):
+        return 1
+    return 1 if strict and any(d.severity is Severity.WARNING and not _only_builtin(d)
+                               for d in diagnostics) else 0
+
+
+def _only_builtin(d: Diagnostic) -> bool:
+    return bool(d.locations) and all(loc.file.startswith(BUILTIN_PREFIX)
+                                     for loc in d.locations)
+
+
+def _extra_runtimes(args: argparse.Namespace, inputs: set[str]) -> list[Document]:
+    """The runtimes of --runtimes and --repo-runtimes, read in full on every run (a
+    pre-commit batch too), without the input files, which report their own."""
+    extra: list[Document] = []
+    if args.runtimes:
+        extra += [doc for source in read_sources(args.runtimes)
+                  if os.path.realpath(source.name) not in inputs
+                  for doc in parse_source(source)[0] if doc.data.get("kind") in RUNTIME_KINDS]
+    if args.repo_runtimes:
+        from compiler.cli import repo
+
+        seen = inputs | {os.path.realpath(d.source.name) for d in extra}
+        extra += repo.runtimes(seen)
+    return extra
+
+
+def _report(args: argparse.Namespace, diagnostics: list[Diagnostic],
+            checker: PolicyChecker | None, code: int) -> str:
+    from compiler.cli import repo
+    from compiler.validate import report
+    from compiler.validate.locations import Context
+
+    rules = {r.id: r.message for r in checker.policies.rules()} if checker else {}
+    top = repo.root() if args.format in ("sarif", "github") else None
+    context = Context(rules, code, shlex.join(["tjc", *sys.argv[1:]]), os.getcwd(),
+                      str(top) if top else None, builtin_uris())
+    return report.RENDERERS[args.format](diagnostics, context)

@@ -11,7 +11,7 @@ finding can run in a worker process (`compiler.policy.worker`).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from compiler.compile import PreparedRuntime
@@ -102,8 +102,7 @@ class PolicyChecker:
 
 def _with(v: Violation, where: Location, ref: ObjectRef, path: Path | None = None) -> Diagnostic:
     d = v.diagnostic().at(where)
-    return Diagnostic(d.severity, d.rule, d.message, d.path if path is None else path, ref,
-                      d.subject, d.locations)
+    return replace(d, path=d.path if path is None else path, obj=ref)
 
 
 def _from_runtime(path: Path, jobset: Obj, prepared: PreparedRuntime) -> bool:

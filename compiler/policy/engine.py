@@ -2,23 +2,27 @@
 
 For each pack, the document's policy input (`views.policy_input`) is cut down to what the pack
 can read (`prune`), and equal remainders are evaluated once (the rules are pure functions of
-their input and settings). Rules are skipped per run (`--skip`) or per object (the annotation
-`trainjob-compiler/skip-policies`; a JobSet follows its TrainJob's), by rule id or pack name.
+their input and settings). Rules are skipped per run (`--skip`), by rule id or pack name.
+Exemptions (`exemptions`: the policy settings', and the object's own annotation within what
+those allow; a JobSet follows its TrainJob) do not hide a violation: it stays, suppressed, as a
+notice that names the exemption used.
 """
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from compiler import cuelib
-from compiler.diagnostics import Diagnostic, Location, Severity
+from compiler.diagnostics import Diagnostic, Location, Severity, Suppression
+from compiler.policy import exemptions as ex
 from compiler.policy.packs import Pack, Rule
 from compiler.policy.prune import prune
 from compiler.policy.views import policy_input
 
-SKIP_ANNOTATION = "trainjob-compiler/skip-policies"
+SKIP_ANNOTATION = ex.SKIP_ANNOTATION
 SEVERITY = {"deny": Severity.ERROR, "warn": Severity.WARNING}
 _MEMO_LIMIT = 100_000
 
@@ -28,39 +32,43 @@ Path = tuple[str | int, ...]
 
 @dataclass(frozen=True)
 class Violation:
-    """One rule broken by one document, at a field path inside it."""
+    """One rule broken by one document, at a field path inside it; `exempted` says which
+    exemption suppresses it (kind and justification), `remark` adds to the message."""
 
     rule: Rule
     path: Path
     message: str
+    exempted: ex.Decision | None = None
 
     def diagnostic(self) -> Diagnostic:
-        """The violation as an unlocated diagnostic."""
-        return Diagnostic(SEVERITY[self.rule.severity], self.rule.id, self.message, self.path,
-                          subject="policy")
+        """The violation as an unlocated diagnostic (a notice when an exemption was used)."""
+        severity = SEVERITY[self.rule.severity]
+        decision = self.exempted
+        if decision is None or not decision.kind:
+            remark = f" ({decision.remark})" if decision is not None and decision.remark else ""
+            return Diagnostic(severity, self.rule.id, self.message + remark, self.path,
+                              subject="policy")
+        return Diagnostic(Severity.NOTICE, self.rule.id, self.message, self.path,
+                          subject="policy", suppression=Suppression(
+                              decision.kind, decision.justification, severity))
 
 
 def skipped_by(rule_id: str, skips: Collection[str]) -> bool:
     """Whether a skip list names the rule or its pack."""
-    return rule_id in skips or rule_id.split(".", 1)[0] in skips
-
-
-def annotation_skips(obj: Obj | None) -> frozenset[str]:
-    """The rule ids and packs an object's skip annotation names."""
-    meta = (obj or {}).get("metadata")
-    annotations = meta.get("annotations") if isinstance(meta, dict) else None
-    raw = annotations.get(SKIP_ANNOTATION) if isinstance(annotations, dict) else None
-    return frozenset(p.strip() for p in str(raw or "").split(",") if p.strip())
+    return ex.names_rule(rule_id, skips)
 
 
 class PolicySet:
     """Loaded packs, the run's skips, and the memo of evaluations."""
 
     def __init__(self, packs: Sequence[Pack], skip: Iterable[str] = (),
-                 settings: Obj | None = None) -> None:
+                 settings: Obj | None = None, exemptions: ex.Exemptions | None = None,
+                 today: datetime.date | None = None) -> None:
         self.packs = list(packs)
         self.skip = frozenset(skip)
         self.settings = settings or {}
+        self.exemptions = exemptions or ex.Exemptions()
+        self.today = today or datetime.datetime.now(datetime.UTC).date()
         self._memo: dict[tuple[str, tuple[str, ...], str], tuple[Violation, ...]] = {}
         self._applicable: dict[tuple[str, str, frozenset[str]], list[Rule]] = {}
         self.evaluations = 0
@@ -73,16 +81,25 @@ class PolicySet:
 
     def check(self, kind: str, obj: Obj, trainjob: Obj | None = None) -> list[Violation]:
         """Every violation of one document (a JobSet with the TrainJob it came from)."""
-        skips = self.skip | annotation_skips(trainjob if kind == "JobSet" else obj)
         full: Obj | None = None
         found: list[Violation] = []
         for pack in self.packs:
-            rules = self._rules(pack, kind, skips)
+            rules = self._rules(pack, kind, self.skip)
             if not rules:
                 continue
             full = full if full is not None else policy_input(kind, obj, trainjob)
             found += self._evaluate(pack, rules, prune(full, pack.reads))
-        return found
+        if not found:
+            return found
+        owner = trainjob if kind == "JobSet" else obj
+        meta = (owner or {}).get("metadata")
+        return [self._exempt(v, meta if isinstance(meta, dict) else {}) for v in found]
+
+    def _exempt(self, v: Violation, meta: Obj) -> Violation:
+        decision = self.exemptions.decide(v.rule.id, v.rule.severity, meta, self.today)
+        if not decision.kind and not decision.remark:
+            return v
+        return Violation(v.rule, v.path, v.message, decision)
 
     def _rules(self, pack: Pack, kind: str, skips: frozenset[str]) -> list[Rule]:
         key = (pack.name, kind, skips)
