@@ -27,15 +27,20 @@ def root(start: Path | None = None) -> Path | None:
 
 
 def tracked_files() -> list[str]:
-    """The YAML and JSON files git tracks (or would add) below the working folder."""
+    """The YAML and JSON files git tracks (or would add) in the whole repository of the
+    working folder, as paths relative to the working folder."""
+    top = root()
+    if top is None:
+        return []
     try:
-        done = subprocess.run(["git", "ls-files", "-z", "--cached", "--others",
+        done = subprocess.run(["git", "-C", str(top), "ls-files", "-z", "--cached", "--others",
                                "--exclude-standard", "--", *(f"*{s}" for s in SUFFIXES)],
                               capture_output=True, check=True, timeout=120)
     except (OSError, subprocess.SubprocessError):
         return []
-    return sorted(p for p in done.stdout.decode("utf-8", "replace").split("\0")
-                  if p and os.path.isfile(p))
+    names = [p for p in done.stdout.decode("utf-8", "replace").split("\0") if p]
+    paths = (os.path.relpath(top / name) for name in sorted(set(names)))
+    return [p for p in paths if os.path.isfile(p)]
 
 
 def runtimes(skip: set[str]) -> list[Document]:
