@@ -409,3 +409,16 @@ def test_jobsets_equal_where_packs_look_are_evaluated_once() -> None:
         assert [v.rule.id for v in policies.check("JobSet", jobset, job)] == \
             ["images.tag", "resources.trainer-requests", "security.run-as-non-root"]
     assert policies.evaluations == len(policies.packs)
+
+
+@pytest.mark.parametrize("annotations", ["", SKIP_IMAGES])
+def test_exemptions_hold_in_the_worker_process(annotations: str, tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str],
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    job, values = _write(tmp_path, EXEMPT.replace("EXPIRES", "2999-01-01"), annotations)
+    outputs = []
+    for worker in ("0", "1"):
+        monkeypatch.setenv("TJC_POLICY_WORKER", worker)
+        outputs.append(run(["validate", str(job), "--policy-values", str(values)], capsys))
+    assert outputs[0] == outputs[1]
+    assert outputs[0][0] == 0 and "(exempted by exemption #1" in outputs[0][1]

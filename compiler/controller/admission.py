@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from compiler.admission import admit_runtime
+from compiler.admission import admit_runtime, check_object
 from compiler.compile import CompileResult
 from compiler.diagnostics import Diagnostic, Severity
 
@@ -29,12 +29,13 @@ def refusals(result: CompileResult, trainjob: Obj, runtime: Obj,
     errors = [d for d in result.diagnostics if d.severity is Severity.ERROR]
     if errors or policies is None:
         return errors
-    found = [v.diagnostic() for v in policies.check("TrainJob", trainjob)]
+    tj = check_object("TrainJob", trainjob)[0]  # defaulted, as the policies see it elsewhere
+    found = [v.diagnostic() for v in policies.check("TrainJob", tj)]
     rt = admit_runtime(runtime)[0]
     found += [v.diagnostic() for v in policies.check(str(rt.get("kind", "")), rt)]
     for obj in result.objects:
         if obj.get("kind") == "JobSet":
-            found += [v.diagnostic() for v in policies.check("JobSet", obj, trainjob)]
+            found += [v.diagnostic() for v in policies.check("JobSet", obj, tj)]
     found += policies.errors
     return [d for d in found if d.severity is Severity.ERROR]
 

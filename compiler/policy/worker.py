@@ -2,7 +2,7 @@
 
 Checking policies on JobSets means compiling every TrainJob, which `tjc validate` otherwise
 need not do. On a large input the parent starts this worker (`python -m
-compiler.policy.worker`, loading the same packs and settings) and pickles it each valid
+compiler.policy.worker`, loading the same packs, settings and exemptions) and pickles it each valid
 TrainJob, defaulted, with its runtime, in batches; the worker compiles them and evaluates the
 JobSet rules on the other core while the parent goes on validating. It writes its findings
 (rule id, path, message, whether the runtime wrote the field) per TrainJob to a file; the
@@ -27,6 +27,7 @@ from compiler.inputs import RuntimeEntry
 from compiler.loader import Document, Source
 from compiler.policy.check import Finding, jobset_findings
 from compiler.policy.engine import PolicySet, Violation
+from compiler.policy.exemptions import Decision
 from compiler.policy.packs import Loader
 
 WORKER_ENV = "TJC_POLICY_WORKER"  # "1": always, "0": never, unset: by input size
@@ -73,6 +74,7 @@ class Worker:
                                       stderr=subprocess.DEVNULL)
         self._send({"packs": [str(p.path) for p in policies.packs],
                     "values": policies.settings, "skip": sorted(policies.skip),
+                    "exemptions": policies.exemptions, "today": policies.today,
                     "out": self._path})
 
     def _send(self, message: Any) -> None:
@@ -119,7 +121,8 @@ class Worker:
             for line in Path(self._path).read_text(encoding="utf-8").splitlines():
                 item = json.loads(line)
                 key = (item["where"][0], item["where"][1], tuple(item["where"][2]))
-                out[key] = [Finding(Violation(rules[f["rule"]], tuple(f["path"]), f["message"]),
+                out[key] = [Finding(Violation(rules[f["rule"]], tuple(f["path"]), f["message"],
+                                              _decision(f.get("exempted"))),
                                     f["runtime"]) for f in item["findings"]]
             return out
         except (OSError, ValueError, KeyError):
@@ -132,7 +135,8 @@ def run(stream: BinaryIO) -> None:
     """The worker's side: every submitted TrainJob's JobSet findings, a JSON line each."""
     setup = pickle.load(stream)
     packs = Loader(setup["values"]).load_all([Path(p) for p in setup["packs"]])
-    policies = PolicySet(packs, setup["skip"])
+    policies = PolicySet(packs, setup["skip"], exemptions=setup["exemptions"],
+                         today=setup["today"])
     runtimes: dict[int, PreparedRuntime] = {}
     with open(setup["out"], "w", encoding="utf-8") as out:
         while (batch := pickle.load(stream)) is not None:
@@ -144,8 +148,19 @@ def run(stream: BinaryIO) -> None:
                 if found:
                     out.write(json.dumps({"where": item[1], "findings": [
                         {"rule": f.violation.rule.id, "path": f.violation.path,
-                         "message": f.violation.message, "runtime": f.from_runtime}
+                         "message": f.violation.message, "runtime": f.from_runtime,
+                         "exempted": _exempted(f.violation.exempted)}
                         for f in found]}) + "\n")
+
+
+def _exempted(decision: Decision | None) -> list[str] | None:
+    if decision is None:
+        return None
+    return [decision.kind, decision.justification, decision.remark]
+
+
+def _decision(raw: list[str] | None) -> Decision | None:
+    return None if raw is None else Decision(*raw)
 
 
 def _findings(trainjob: Obj, prepared: PreparedRuntime, policies: PolicySet) -> list[Finding]:
