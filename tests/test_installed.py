@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -62,6 +63,9 @@ def _source_hash() -> str:
 def wheel() -> Path:
     """The platform wheel of the current sources (sdist, then the wheel from it)."""
     out = CACHE / _source_hash()
+    for old in CACHE.glob("*"):  # only the wheel of the current sources is kept
+        if old != out and old.is_dir():
+            shutil.rmtree(old, ignore_errors=True)
     found = sorted(out.glob("*.whl"))
     if not found:
         env = {**os.environ, "TJC_REQUIRE_CUE": "1", "PIP_CONSTRAINT": ""}
