@@ -4,6 +4,7 @@ and upstream URIs), GitHub Actions annotations, and what --strict counts."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from importlib import resources
 from pathlib import Path
@@ -120,3 +121,19 @@ def test_repo_runtimes_resolve_whatever_the_batch(repo: Path,
     code, out = _run(["validate", "job.yaml", "../runtimes/team.yaml", "--no-default-policies",
                       "--repo-runtimes", "--runtimes", "../runtimes"], capsys)
     assert code == 0 and "TJC-RUNTIME-DUPLICATE" not in out, out
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor of a heading: lowercase, punctuation dropped, spaces to hyphens."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lstrip("#").strip().lower())
+    return text.replace(" ", "-")
+
+
+def test_every_help_anchor_is_a_readme_section() -> None:
+    from compiler.validate.locations import _FAMILIES, describe
+
+    readme = (ROOT / "README.md").read_text()
+    anchors = {_slug(line) for line in readme.splitlines() if line.startswith("#")}
+    wanted = {family[3] for family in _FAMILIES} | {describe("x.y", {"x.y": "m"}).anchor,
+                                                      describe("OTHER", {}).anchor}
+    assert wanted <= anchors, wanted - anchors
