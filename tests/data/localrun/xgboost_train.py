@@ -26,7 +26,7 @@ with collective.CommunicatorContext(**args):
     labels = (features[:, 0] + features[:, 1] > 0).astype(int)
     data = xgb.DMatrix(features, label=labels)
     history: dict[str, dict[str, list[float]]] = {}
-    booster = xgb.train({"objective": "binary:logistic", "tree_method": "hist",
+    booster = xgb.train({"objective": "binary:logistic", "tree_method": "hist", "nthread": 1,
                          "eval_metric": "logloss"}, data, num_boost_round=10,
                         evals=[(data, "train")], evals_result=history, verbose_eval=False)
     losses = history["train"]["logloss"]
