@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import base64
 import io
+import os
+import signal
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -208,3 +211,22 @@ def test_cli_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
                    "      limits: {nvidia.com/gpu: 1}\n")
     assert main(["run", "--local", str(gpu)]) == 2
     assert "cannot run default/hello locally" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_or_sigterm_stops_every_process(tmp_path: Path, sig: int) -> None:
+    job = tmp_path / "job.yaml"
+    marker = f"tjc-stop-test-{sig}-{os.getpid()}"
+    job.write_text(TRAINJOB.format(script=f"import time; print('up', flush=True); "
+                                   f"time.sleep(120)  # {marker}"))
+    proc = subprocess.Popen([sys.executable, "-m", "compiler", "run", "--local", str(job)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    seen = [proc.stdout.readline(), proc.stdout.readline()]
+    assert all(line.endswith(" up\n") for line in seen), seen
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert "every process of JobSet hello was stopped" in err
+    left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout
+    assert left == ""

@@ -9,6 +9,7 @@ here, 130 interrupted.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -83,9 +84,27 @@ def run(args: argparse.Namespace) -> int:
         except plan.Refusal as exc:
             print(f"tjc: cannot run {result.name} locally: {exc}", file=sys.stderr)
             return 2
-        outcome = runner.run(built, workdir.resolve(), sys.stdout, timeout=args.timeout)
+        try:
+            outcome = _run_stoppable(built, workdir.resolve(), args.timeout)
+        except KeyboardInterrupt:
+            print(f"tjc: interrupted; every process of JobSet {built.jobset} was stopped",
+                  file=sys.stderr)
+            return 130
     _summary(built, outcome)
     return 0 if outcome.succeeded else 1
+
+
+def _run_stoppable(built: plan.Plan, workdir: Path, timeout: float | None) -> runner.Outcome:
+    """Run with SIGTERM handled as Ctrl-C is, so that both stop every process."""
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        return runner.run(built, workdir, sys.stdout, timeout=timeout)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _compile(args: argparse.Namespace) -> JobResult | int:

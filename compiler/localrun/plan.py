@@ -19,7 +19,6 @@ from compiler.localrun import hosts, kubelet, shims
 from compiler.localrun.kubelet import Obj, PodIdentity, PodView
 
 _SSH_SERVERS = frozenset({"sshd"})
-_MPI_LAUNCHERS = frozenset({"mpirun", "mpiexec", "orterun"})
 
 
 class Refusal(ValueError):
@@ -94,7 +93,18 @@ def build_plan(objects: list[Obj], options: Options) -> Plan:
         depends = [(str(d["name"]), str(d.get("status", "Complete")))
                    for d in rjob.get("dependsOn") or []]
         jobs.append(LocalJob(str(rjob["name"]), built, depends))
+    _reach_ssh_servers(jobs, bin_dir)
     return _with_policies(spec, name, jobs)
+
+
+def _reach_ssh_servers(jobs: list[LocalJob], bin_dir: Path) -> None:
+    """When pods serve SSH (MPI nodes), the other pods' mpirun goes through the ssh stand-in;
+    a pod's own env still wins."""
+    pods = [pod for job in jobs for pod in job.pods]
+    if any(pod.ssh_server for pod in pods):
+        for pod in pods:
+            if not pod.ssh_server:
+                pod.env = {**shims.mpi_env(bin_dir), **pod.env}
 
 
 def _with_policies(spec: Obj, name: str, jobs: list[LocalJob]) -> Plan:
@@ -187,10 +197,7 @@ def _finish(ident: PodIdentity, container: Obj, argv: list[str], env: dict[str, 
         raise Refusal(f"pod {ident.hostname}: {argv[0]!r} (the command of container "
                       f"{container.get('name')!r}) is in the filesystem of image "
                       f"{container.get('image')!r}, not on this machine")
-    full = {**options.base_env, **env, "PATH": path}
-    if program in _MPI_LAUNCHERS:
-        full = {**shims.mpi_env(bin_dir), **full}
-    return LocalPod(ident, argv, full)
+    return LocalPod(ident, argv, {**options.base_env, **env, "PATH": path})
 
 
 def _check_gpus(ident: PodIdentity, container: Obj, ignore: bool) -> None:
