@@ -13,14 +13,16 @@ import signal
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compiler.builtin import builtin_runtimes
 from compiler.context import CompileOptions
 from compiler.diagnostics import Diagnostic, Severity, has_errors
 from compiler.loader import read_sources
-from compiler.localrun import plan, runner
 from compiler.render import JobResult, render_stream
+
+if TYPE_CHECKING:
+    from compiler.localrun import plan, runner
 
 HELP = "run a TrainJob's JobSet as local processes (one per pod) to try it before a cluster"
 DESCRIPTION = """\
@@ -70,6 +72,8 @@ def register(verbs: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Compile, plan and run; print a summary on stderr."""
+    from compiler.localrun import plan  # only now: other verbs need not load the runner
+
     workdir = Path(args.workdir)
     if not workdir.is_dir():
         print(f"tjc: --workdir {args.workdir}: not a directory", file=sys.stderr)
@@ -96,6 +100,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_stoppable(built: plan.Plan, workdir: Path, timeout: float | None) -> runner.Outcome:
     """Run with SIGTERM handled as Ctrl-C is, so that both stop every process."""
+    from compiler.localrun import runner
+
 
     def interrupt(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
