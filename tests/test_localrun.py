@@ -78,6 +78,8 @@ def test_pod_hosts_become_loopback_and_a_declared_port_one_free_port(tmp_path: P
                  "env": [{"name": "ADDR", "value": "tj-node-0-0.tj"},
                          {"name": "PORT", "value": "29500"},
                          {"name": "BOTH", "value": "tj-node-0-0.tj:29500"},
+                         {"name": "SVC", "value": "http://tj-node-0-1.tj.default.svc:8080/"},
+                         {"name": "OTHER", "value": "tj-node-0-0.tjx a-tj-node-0-0.tj"},
                          {"name": "RANK", "valueFrom": {"fieldRef": {"fieldPath":
                           "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}}]}
     pods = _plan(tmp_path, [_jobset(container)]).jobs[0].pods
@@ -87,6 +89,8 @@ def test_pod_hosts_become_loopback_and_a_declared_port_one_free_port(tmp_path: P
         assert pod.env["ADDR"] == "127.0.0.1"
         assert pod.env["PORT"] == port and port != "29500"
         assert pod.env["BOTH"] == f"127.0.0.1:{port}"
+        assert pod.env["SVC"] == "http://127.0.0.1:8080/"  # an undeclared port stays
+        assert pod.env["OTHER"] == "tj-node-0-0.tjx a-tj-node-0-0.tj"  # not pod names
         assert pod.env["RANK"] == pod.env["JOB_COMPLETION_INDEX"] == str(rank)
         assert pod.env["HOSTNAME"] == pod.name
         assert pod.env["PATH"].startswith(str(tmp_path / "bin"))

@@ -24,31 +24,34 @@ LOOPBACK = "127.0.0.1"
 class HostTable:
     """Host names of the pods and their port mapping."""
 
-    fqdn: dict[str, str]  # short host name -> host name with subdomain
+    aliases: dict[str, str]  # every name of a pod -> its short host name
     ports: dict[tuple[str, int], int]  # (short host name, container port) -> local port
 
     @classmethod
     def build(cls, pods: Sequence[tuple[PodIdentity, Obj]], subdomain: str,
               declared: Mapping[str, list[int]]) -> HostTable:
         """Host names of every pod; a free local port for every port a pod declares."""
-        fqdn = {ident.hostname: f"{ident.hostname}.{subdomain}" for ident, _ in pods}
+        aliases = {}
+        for ident, _ in pods:
+            full = f"{ident.hostname}.{subdomain}"
+            service = f"{full}.{ident.namespace}.svc"
+            for name in (ident.hostname, full, service, f"{service}.cluster.local"):
+                aliases[name] = ident.hostname
         ports = {(ident.hostname, port): free_port() for ident, _ in pods
                  for port in declared.get(ident.replicated_job, [])}
-        return cls(fqdn, ports)
+        return cls(aliases, ports)
 
     def names(self) -> list[str]:
         """Every name a pod is reachable by, longest first."""
-        return sorted({*self.fqdn, *self.fqdn.values()}, key=lambda n: (-len(n), n))
+        return sorted(self.aliases, key=lambda n: (-len(n), n))
 
     def host_of(self, name: str) -> str | None:
         """The short host name `name` stands for, if it names a pod."""
-        if name in self.fqdn:
-            return name
-        return next((short for short, full in self.fqdn.items() if full == name), None)
+        return self.aliases.get(name)
 
     def rewrite(self, text: str) -> str:
         """`host:port` -> `127.0.0.1:local port`, then every other pod host name -> 127.0.0.1."""
-        if not any(name in text for name in self.fqdn):
+        if not any(short in text for short in set(self.aliases.values())):
             return text
 
         def with_port(match: re.Match[str]) -> str:
@@ -61,7 +64,7 @@ class HostTable:
 
     def _pattern(self, tail: str) -> re.Pattern[str]:
         names = "|".join(re.escape(name) for name in self.names())
-        return re.compile(rf"(?<![\w.-])({names})(?![\w-]){tail}")
+        return re.compile(rf"(?<![\w.-])({names})(?![\w-]|\.\w){tail}")
 
 
 def remap_port_vars(env: dict[str, str], table: HostTable) -> dict[str, str]:
