@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = ROOT / "tests" / "data" / "localrun"
 DEBIAN_PYTHON = "/usr/bin/python3"  # Debian's CPU-only torch lives here (see train-env/)
 TIMEOUT = 120.0  # a generous bound for a shared 2-core machine; the runs take seconds
-BROKEN_TIMEOUT = 15.0
+BROKEN_TIMEOUT = 10.0
 
 
 def _train_python() -> str:
