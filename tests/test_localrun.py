@@ -94,6 +94,7 @@ def test_pod_hosts_become_loopback_and_a_declared_port_one_free_port(tmp_path: P
         assert pod.env["RANK"] == pod.env["JOB_COMPLETION_INDEX"] == str(rank)
         assert pod.env["HOSTNAME"] == pod.name
         assert pod.env["PATH"].startswith(str(tmp_path / "bin"))
+        assert pod.env["PYTHONUNBUFFERED"] == "1"
 
 
 def test_mounted_configmap_and_secret_are_files_and_paths_follow(tmp_path: Path) -> None:

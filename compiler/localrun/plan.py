@@ -197,7 +197,9 @@ def _finish(ident: PodIdentity, container: Obj, argv: list[str], env: dict[str, 
         raise Refusal(f"pod {ident.hostname}: {argv[0]!r} (the command of container "
                       f"{container.get('name')!r}) is in the filesystem of image "
                       f"{container.get('image')!r}, not on this machine")
-    return LocalPod(ident, argv, {**options.base_env, **env, "PATH": path})
+    # unbuffered unless the pod says otherwise, so that output streams as it is printed
+    return LocalPod(ident, argv, {"PYTHONUNBUFFERED": "1", **options.base_env, **env,
+                                  "PATH": path})
 
 
 def _check_gpus(ident: PodIdentity, container: Obj, ignore: bool) -> None:
