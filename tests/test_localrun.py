@@ -216,6 +216,10 @@ def test_cli_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
                    "      limits: {nvidia.com/gpu: 1}\n")
     assert main(["run", "--local", str(gpu)]) == 2
     assert "cannot run default/hello locally" in capsys.readouterr().err
+    assert main(["run", "--local", str(tmp_path)]) == 2  # job.yaml and gpu.yaml
+    assert "must hold exactly one TrainJob, found 2" in capsys.readouterr().err
+    assert main(["run", "--local", str(tmp_path / "missing.yaml")]) == 2
+    assert main(["run", "--local", str(gpu), "--workdir", str(tmp_path / "no")]) == 2
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])

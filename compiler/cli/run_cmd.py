@@ -43,7 +43,7 @@ exit codes:
 """
 EPILOG = """\
 examples:
-  tjc run --local examples/jax-mnist.yaml --python .venv-jax/bin/python
+  tjc run --local examples/jax-psum.yaml --python .venv-jax/bin/python
   tjc run --local job.yaml --runtime my-runtime.yaml --workdir src/
   tjc run --local gpu-job.yaml --ignore-gpus --timeout 300
 """
