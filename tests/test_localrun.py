@@ -239,3 +239,28 @@ def test_ctrl_c_or_sigterm_stops_every_process(tmp_path: Path, sig: int) -> None
     assert "every process of JobSet hello was stopped" in err
     left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout
     assert left == ""
+
+
+def test_ready_waits_for_a_tcp_readiness_probe_on_the_mapped_port(tmp_path: Path) -> None:
+    server = {"command": ["python", "-c", (
+        "import os, socket, time; time.sleep(1); s = socket.socket(); "
+        "s.bind(('127.0.0.1', int(os.environ['PORT']))); s.listen(); print('listening'); "
+        "s.accept()[0].recv(1); time.sleep(30)")],
+        "env": [{"name": "PORT", "value": "9000"}, {"name": "HOST", "value": "tj-server-0-0"}],
+        "ports": [{"containerPort": 9000, "name": "svc"}],
+        "readinessProbe": {"tcpSocket": {"port": "svc"}}}
+    client = {"command": ["python", "-c", (
+        "import os, socket; host, port = os.environ['SERVER'].split(':'); "
+        "socket.create_connection((host, int(port))).send(b'x'); print('connected')")],
+        "env": [{"name": "SERVER", "value": "tj-server-0-0.tj:9000"}]}
+    jobset = _jobset(client, completions=1, extra_jobs=[{"name": "server", "template": {
+        "spec": {"template": {"spec": {"containers": [{"name": "s", **server}]}}}}}])
+    jobset["spec"]["replicatedJobs"][1]["dependsOn"] = [{"name": "server", "status": "Ready"}]
+    jobset["spec"]["successPolicy"] = {"operator": "All", "targetReplicatedJobs": ["node"]}
+    built = _plan(tmp_path, [jobset])
+    assert built.jobs[0].pods[0].ready_port == int(built.jobs[0].pods[0].env["PORT"]) != 9000
+    out = io.StringIO()
+    outcome = runner.run(built, tmp_path, out, timeout=60)
+    assert outcome.succeeded, out.getvalue()
+    lines = out.getvalue().splitlines()
+    assert lines.index("[tj-server-0-0] listening") < lines.index("[tj-node-0-0] connected")

@@ -33,6 +33,7 @@ class LocalPod:
     argv: list[str]
     env: dict[str, str]
     ssh_server: bool = False  # a pod that only serves SSH: the local ssh stand-in replaces it
+    ready_port: int | None = None  # local port of a tcpSocket readiness probe
 
     @property
     def name(self) -> str:
@@ -199,7 +200,18 @@ def _finish(ident: PodIdentity, container: Obj, argv: list[str], env: dict[str, 
                       f"{container.get('image')!r}, not on this machine")
     # unbuffered unless the pod says otherwise, so that output streams as it is printed
     return LocalPod(ident, argv, {"PYTHONUNBUFFERED": "1", **options.base_env, **env,
-                                  "PATH": path})
+                                  "PATH": path}, ready_port=_ready_port(ident, container, table))
+
+
+def _ready_port(ident: PodIdentity, container: Obj, table: hosts.HostTable) -> int | None:
+    """The local port a tcpSocket readiness probe checks (a named port is looked up)."""
+    port = ((container.get("readinessProbe") or {}).get("tcpSocket") or {}).get("port")
+    if isinstance(port, str) and not port.isdigit():
+        named = {p.get("name"): p.get("containerPort") for p in container.get("ports") or []}
+        port = named.get(port)
+    if port is None:
+        return None
+    return table.ports.get((ident.hostname, int(port)), int(port))
 
 
 def _check_gpus(ident: PodIdentity, container: Obj, ignore: bool) -> None:

@@ -2,7 +2,8 @@
 
 Replicated jobs start in JobSet order: one waits for its `dependsOn` (Ready: its pods are
 started; Complete: its pods exited 0) and, under `startupPolicy: InOrder`, for the one before
-it. Each process runs in its own process group with its output streamed line by line,
+it; a pod with a tcpSocket readiness probe is Ready once its port accepts a connection.
+Each process runs in its own process group with its output streamed line by line,
 prefixed with the pod name. The JobSet succeeds when its success policy is met (`All` or `Any`
 of the target jobs complete; the rest are then stopped) and fails when a pod fails, after
 `failurePolicy.maxRestarts` restarts of the whole set. A failed pod is not retried by its Job
@@ -14,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -46,6 +48,7 @@ class _Attempt:
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.codes: dict[str, int | None] = {}
         self.started: set[str] = set()
+        self.ready: set[str] = set()
         self.threads: list[threading.Thread] = []
 
     def step(self) -> tuple[bool, str] | None:
@@ -68,15 +71,21 @@ class _Attempt:
         run = [p for p in job.pods if not p.ssh_server]
         if all(self.codes.get(p.name) == 0 for p in run):
             return "Complete"
-        return "Ready"
+        return "Ready" if all(self._ready(p) for p in run) else "Started"
+
+    def _ready(self, pod: LocalPod) -> bool:
+        if pod.name not in self.ready and pod.name in self.procs and _probe(pod):
+            self.ready.add(pod.name)  # probed until it passes once
+        return pod.name in self.ready
 
     def _may_start(self, index: int, job: LocalJob) -> bool:
         states = {j.name: self._job_state(j) for j in self.plan.jobs}
         for dep, wanted in job.depends_on:
-            if states.get(dep) == "Pending" or (wanted == "Complete" and states[dep] != wanted):
+            if states.get(dep) in ("Pending", "Started") or (
+                    wanted == "Complete" and states[dep] != wanted):
                 return False
         return not (self.plan.in_order and index > 0
-                    and states[self.plan.jobs[index - 1].name] == "Pending")
+                    and states[self.plan.jobs[index - 1].name] in ("Pending", "Started"))
 
     def _startable(self) -> bool:
         return any(job.name not in self.started and self._may_start(i, job)
@@ -130,6 +139,16 @@ class _Attempt:
             _signal(proc, signal.SIGKILL)
         for thread in self.threads:
             thread.join(timeout=1.0)
+
+
+def _probe(pod: LocalPod) -> bool:
+    """A pod without a tcpSocket readiness probe is ready once started; one with it, once its
+    port accepts a connection."""
+    if pod.ready_port is None:
+        return True
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(0.2)
+        return sock.connect_ex(("127.0.0.1", pod.ready_port)) == 0
 
 
 def _signal(proc: subprocess.Popen[bytes], sig: int) -> None:
