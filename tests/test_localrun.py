@@ -46,10 +46,13 @@ def test_env_resolves_field_refs_secret_keys_and_earlier_vars_in_order() -> None
         {"name": "CPUS", "valueFrom": {"resourceFieldRef": {"resource": "limits.cpu",
                                                             "divisor": "100m"}}},
         {"name": "LATER", "value": "z"},
+        {"name": "MEM", "valueFrom": {"resourceFieldRef": {"resource": "limits.memory",
+                                                           "divisor": "1Mi"}}},
     ], "resources": {"limits": {"cpu": "1500m"}}}
     env = kubelet.container_env(container, _view({("Secret", "s"): secret}))
+    machine_mib = -(-os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2**20)  # ceil
     assert env == {"RANK": "1", "SET": "tj", "WHO": "tj-1-$(LATER)", "PW": "s3cret",
-                   "CPUS": "15", "LATER": "z"}
+                   "CPUS": "15", "LATER": "z", "MEM": str(machine_mib)}  # no limit: node's
 
 
 def test_a_missing_required_key_stops_the_pod() -> None:

@@ -170,7 +170,7 @@ def _resource(ref: Obj, container: Obj) -> str:
     if raw is None:
         raw = (resources.get("limits") or {}).get(resource)
     if raw is None:
-        raw = os.cpu_count() or 1 if resource == "cpu" else _memory()
+        raw = (os.cpu_count() or 1) if resource == "cpu" else _memory()
     divisor = quantity.parse(str(ref.get("divisor") or "1")).value
     return str(math.ceil(quantity.parse(str(raw)).value / divisor))
 
