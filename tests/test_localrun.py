@@ -137,6 +137,13 @@ def test_what_cannot_run_here_is_refused(tmp_path: Path, container: dict[str, An
         _plan(tmp_path, [_jobset(container)], **options)
 
 
+def test_a_suspended_jobset_is_refused(tmp_path: Path) -> None:
+    jobset = _jobset({"command": ["python"]})
+    jobset["spec"]["suspend"] = True
+    with pytest.raises(plan.Refusal, match="JobSet tj is suspended"):
+        _plan(tmp_path, [jobset])
+
+
 def test_ignore_gpus_runs_a_gpu_pod(tmp_path: Path) -> None:
     container = {"command": ["python"], "resources": {"limits": {"nvidia.com/gpu": 1}}}
     assert _plan(tmp_path, [_jobset(container)], ignore_gpus=True).jobs[0].pods

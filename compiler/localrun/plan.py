@@ -80,6 +80,9 @@ def build_plan(objects: list[Obj], options: Options) -> Plan:
     jobset = jobsets[0]
     spec = jobset.get("spec") or {}
     name = str(jobset["metadata"]["name"])
+    if spec.get("suspend"):
+        raise Refusal(f"JobSet {name} is suspended (the TrainJob sets spec.suspend: true), so "
+                      "a cluster would start none of its pods; resume it to run it")
     side = {(str(o.get("kind")), str(o["metadata"]["name"])): o for o in objects
             if o.get("kind") in ("ConfigMap", "Secret")}
     pods = _identities(jobset)
