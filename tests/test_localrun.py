@@ -108,7 +108,7 @@ def test_mounted_configmap_and_secret_are_files_and_paths_follow(tmp_path: Path)
     container = {"command": ["python", "-c", "pass"], "args": ["--hosts", "/etc/mpi/hostfile"],
                  "env": [{"name": "HOSTFILE", "value": "/etc/mpi/hostfile"}],
                  "volumeMounts": [{"name": "h", "mountPath": "/etc/mpi"},
-                                  {"name": "s", "mountPath": "/root/.ssh"}]}
+                                  {"name": "s", "mountPath": "/home/mpiuser/.ssh"}]}
     jobset = _jobset(container, completions=1)
     pod_spec = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
     pod_spec["volumes"] = [
