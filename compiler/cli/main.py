@@ -16,6 +16,7 @@ from compiler.cli import (
     explain_cmd,
     policies_cmd,
     render_cmd,
+    run_cmd,
     runtimes_cmd,
     validate_cmd,
 )
@@ -67,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     explain_cmd.register(verbs)
     policies_cmd.register(verbs)
     controller_cmd.register(verbs)
+    run_cmd.register(verbs)
     return parser
 
 
