@@ -2,7 +2,9 @@
 
 The TrainJob informer queues every TrainJob it sees; the JobSet, ConfigMap, Secret and
 PodGroup informers (PodGroups only where the cluster serves their API) queue the TrainJob
-that controls the object. Workers take keys one at a time per
+that controls the object. The ConfigMap and Secret informers watch only objects labelled
+`trainer.kubeflow.org/trainjob-name` (the controller labels what it makes) and keep only their
+metadata. Workers take keys one at a time per
 key, reconcile, and requeue on failure (backoff) or at an active deadline. With
 `--leader-elect` nothing is reconciled until this replica holds the Lease, and the process
 exits when it loses it (a restarted replica starts clean).
@@ -36,7 +38,8 @@ from compiler.controller.kube import (
 )
 from compiler.controller.leader import LeaderElector
 from compiler.controller.metrics import Metrics, serve
-from compiler.controller.reconcile import Reconciler
+from compiler.controller.ownership import OWNED_LABEL
+from compiler.controller.reconcile import Reconciler, reason_of
 from compiler.controller.workqueue import WorkQueue
 
 Obj = dict[str, Any]
@@ -79,8 +82,9 @@ class Controller:
         self.stop = threading.Event()
         ns = options.namespace
         self.trainjobs = Informer(kube, TRAINJOB, ns, lambda _, o: self.queue.add(key_of(o)))
-        self.owned = [Informer(kube, res, ns, self._owned) for res in (JOBSET, CONFIGMAP,
-                                                                       SECRET)]
+        self.owned = [Informer(kube, JOBSET, ns, self._owned), *(
+            Informer(kube, res, ns, self._owned, selector=OWNED_LABEL, slim=True)
+            for res in (CONFIGMAP, SECRET))]
         self.reconciler = Reconciler(kube, self.trainjobs, self.owned[0], sshkeys.generated(),
                                      self._event)
         self.identity = f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
@@ -134,7 +138,8 @@ class Controller:
             except Exception as exc:  # every failure is retried, none stops the worker
                 failed = True
                 delay = self.queue.add_rate_limited(key)
-                LOG.warning("reconcile %s/%s failed (retry in %.2fs): %s", *key, delay, exc)
+                LOG.warning("reconcile %s/%s failed (retry in %.2fs): %s", *key, delay,
+                            reason_of(exc))
             finally:
                 self.metrics.observe(time.monotonic() - start, failed)
                 self.queue.done(key)

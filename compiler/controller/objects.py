@@ -1,0 +1,86 @@
+"""Writing a compiled TrainJob's objects: only over what the TrainJob owns.
+
+Every object the compile gives (JobSet, MPI hostfile ConfigMap and SSH Secret, PodGroup) is
+looked up first; one that exists and is not controlled by this TrainJob refuses the whole
+write (`ownership.Refused`, naming every such object) before anything is written. What is the
+TrainJob's own is kept as upstream keeps it (a running JobSet, a PodGroup while the TrainJob
+runs, the immutable SSH Secret) or applied with preconditions (`ownership.write`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from compiler.controller import ownership
+from compiler.controller.kube import JOBSET, SECRET, Kube, resource_of
+
+Obj = dict[str, Any]
+
+
+class Store(Protocol):
+    """An informer's store: the latest object by namespace and name."""
+
+    def get(self, namespace: str, name: str) -> Obj | None:
+        """The stored object, or None."""
+
+
+def uid_of(trainjob: Obj) -> str:
+    """The TrainJob's uid ("" when it has none)."""
+    return str((trainjob.get("metadata") or {}).get("uid") or "")
+
+
+def current(kube: Kube, jobsets: Store, obj: Obj) -> Obj | None:
+    """The object as it exists now: a JobSet from the store (asked for when the store has
+    none yet), anything else from the API server."""
+    meta = obj.get("metadata") or {}
+    namespace, name = str(meta.get("namespace", "")), str(meta.get("name", ""))
+    if obj.get("kind") == "JobSet":
+        return jobsets.get(namespace, name) or kube.get(JOBSET, namespace, name)
+    return kube.get(resource_of(obj), namespace, name)
+
+
+def ssh_secret(kube: Kube, trainjob: Obj) -> Obj | None:
+    """The TrainJob's MPI SSH Secret when it exists (then no new key is made); `Refused` when
+    a Secret of that name exists that is not the TrainJob's (a planted key)."""
+    meta = trainjob["metadata"]
+    found = kube.get(SECRET, meta["namespace"], f"{meta['name']}-mpi-ssh-auth")
+    if found is not None and not ownership.controlled_by(found, uid_of(trainjob)):
+        raise ownership.not_owned([found], trainjob)
+    return found
+
+
+def owned_jobset(jobsets: Store, trainjob: Obj) -> Obj | None:
+    """The TrainJob's JobSet from the store, only when this TrainJob (this uid) controls it."""
+    meta = trainjob["metadata"]
+    found = jobsets.get(meta["namespace"], meta["name"])
+    return found if found is not None and ownership.controlled_by(found, uid_of(trainjob)) \
+        else None
+
+
+def write_all(kube: Kube, jobsets: Store, trainjob: Obj, objects: list[Obj]) -> Obj | None:
+    """Write the compiled objects (none when one is foreign); the JobSet as written."""
+    seen = [(obj, current(kube, jobsets, obj)) for obj in objects]
+    foreign = [found for _, found in seen if found is not None and
+               not ownership.controlled_by(found, uid_of(trainjob))]
+    if foreign:
+        raise ownership.not_owned(foreign, trainjob)
+    applied: Obj | None = None
+    for obj, found in seen:
+        if _keep(trainjob, obj, found):
+            continue
+        out = ownership.write(kube, obj, found)
+        if obj.get("kind") == "JobSet":
+            applied = out
+    return applied
+
+
+def _keep(trainjob: Obj, obj: Obj, found: Obj | None) -> bool:
+    """Objects upstream does not rewrite: a running JobSet, an existing PodGroup while the
+    TrainJob runs, the SSH Secret once made (it is immutable)."""
+    if found is None:
+        return False
+    suspended = (trainjob.get("spec") or {}).get("suspend") is True
+    kind = obj.get("kind")
+    if kind == "JobSet":
+        return not suspended and (found.get("spec") or {}).get("suspend") is not True
+    return kind == "Secret" or (kind == "PodGroup" and not suspended)
