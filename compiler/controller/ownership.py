@@ -9,8 +9,8 @@ naming it, and looks again later (the object may be deleted).
 
 Writes carry preconditions so that nothing planted between the check and the write is
 overwritten: a new object is created (POST fails when the name is taken since), an existing one
-is applied with its uid and resourceVersion (the API server rejects the apply when the object
-was replaced or changed since it was checked).
+is applied with its uid (and, for a ConfigMap, its resourceVersion): the API server rejects
+the apply when the object was replaced (or edited) since it was checked.
 """
 
 from __future__ import annotations
@@ -25,6 +25,8 @@ TRAINER_GROUP = "trainer.kubeflow.org/"
 # Label on the ConfigMaps and Secrets the controller makes: its informers watch only these.
 OWNED_LABEL = "trainer.kubeflow.org/trainjob-name"
 CONDITION = "Refused"
+# Kinds a namespace tenant can write (JobSets and PodGroups are the controller's alone).
+TENANT_WRITABLE = ("ConfigMap", "Secret")
 # How long to wait before looking again at a TrainJob that is refused for a collision.
 RETRY_SECONDS = 30.0
 
@@ -104,12 +106,14 @@ def labelled(obj: Obj) -> Obj:
 
 def write(kube: Kube, obj: Obj, existing: Obj | None) -> Obj:
     """Create `obj`, or apply it over `existing` (which must be the TrainJob's own) with the
-    uid and resourceVersion seen as preconditions."""
+    uid seen as precondition, and for what a tenant can edit the resourceVersion too (an
+    edit since the check fails the apply; the next pass looks again)."""
     obj = labelled(obj)
     meta = obj["metadata"]
     if existing is None:
         return kube.create(resource_of(obj), meta.get("namespace"), obj)
     seen = existing.get("metadata") or {}
-    guarded = {**obj, "metadata": {**meta, "uid": seen.get("uid"),
-                                   "resourceVersion": seen.get("resourceVersion")}}
-    return kube.apply(guarded)
+    guard = {"uid": seen.get("uid")}
+    if obj.get("kind") in TENANT_WRITABLE:
+        guard["resourceVersion"] = seen.get("resourceVersion")
+    return kube.apply({**obj, "metadata": {**meta, **guard}})

@@ -136,7 +136,8 @@ def build(ctx: Context) -> PluginResult:
         notes.append(error("TJC-MPI-HOSTFILE-TOO-LARGE", (
             f"the MPI hostfile of ConfigMap {ctx.name}-mpi-hostfile would hold {size} bytes, "
             f"over the {CONFIGMAP_MAX_BYTES} bytes a ConfigMap may hold; lower numNodes "
-            "(or the runtime's replicas/parallelism)"), ("spec", "trainer", "numNodes")))
+            "(or the runtime's replicas/parallelism)"),
+            ("spec", "trainer", "numNodes") if "numNodes" in (ctx.trainer or {}) else ()))
         return PluginResult(objects=tuple(objects), diagnostics=tuple(notes))
     objects.append(_hostfile(ctx))
     return PluginResult(objects=tuple(objects), diagnostics=tuple(notes))
