@@ -35,6 +35,8 @@ TENANT = "tenant-alice"
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 ROLES = Resource("rbac.authorization.k8s.io", "v1", "roles", "Role")
 ROLE_BINDINGS = Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding")
+CLUSTER_ROLES = Resource("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole",
+                         namespaced=False)
 CLUSTER_ROLE_BINDINGS = Resource("rbac.authorization.k8s.io", "v1", "clusterrolebindings",
                                  "ClusterRoleBinding", namespaced=False)
 TENANT_RULES = [
@@ -55,19 +57,27 @@ def impersonating(e2e_cluster: cl.Cluster, user: str) -> Kube:
     return Kube(api)
 
 
+def apply(kube: Kube, res: Resource, obj: Obj) -> None:
+    """Server-side apply of an object of a kind the controller does not know."""
+    cl.api_request(kube.api, "PATCH", res.path(None, obj["metadata"]["name"]), obj,
+                   query=[("fieldManager", cl.FIELD_MANAGER), ("force", "true")],
+                   content_type="application/apply-patch+yaml")
+
+
 @pytest.fixture(scope="module")
 def admin(e2e_api: Any) -> Kube:
     """The admin client; the built-in runtimes and the controller's ClusterRole installed."""
     client = Kube(e2e_api)
     for path in sorted((ROOT / "runtimes").glob("*.yaml")):
         client.apply(yaml.safe_load(path.read_text()))
-    client.apply(yaml.safe_load((RBAC / "cluster_role.yaml").read_text()))
-    client.apply({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-                  "metadata": {"name": "tjc-controller-e2e"},
-                  "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                              "name": "tjc-controller"},
-                  "subjects": [{"kind": "User", "name": CONTROLLER_USER,
-                                "apiGroup": "rbac.authorization.k8s.io"}]})
+    apply(client, CLUSTER_ROLES, yaml.safe_load((RBAC / "cluster_role.yaml").read_text()))
+    apply(client, CLUSTER_ROLE_BINDINGS, {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": "tjc-controller-e2e"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                    "name": "tjc-controller"},
+        "subjects": [{"kind": "User", "name": CONTROLLER_USER,
+                      "apiGroup": "rbac.authorization.k8s.io"}]})
     return client
 
 
@@ -186,6 +196,20 @@ def suspended_jobset(admin: Kube, tenant: Kube, namespace: str, name: str) -> Ob
     return jobset  # type: ignore[no-any-return]
 
 
+def replace(tenant: Kube, namespace: str, configmap: Obj) -> None:
+    """Delete a ConfigMap and create another under its name; the controller may take the
+    name back in between (it takes a deleted snapshot again), so try until the tenant wins."""
+    for _ in range(50):
+        tenant.delete(CONFIGMAP, namespace, configmap["metadata"]["name"])
+        try:
+            tenant.create(CONFIGMAP, namespace, configmap)
+            return
+        except ApiError as exc:
+            if exc.status != 409:
+                raise
+    pytest.fail("the tenant never got to create its ConfigMap")
+
+
 def resume(tenant: Kube, namespace: str, name: str) -> None:
     job = tenant.get(TRAINJOB, namespace, name)
     assert job is not None
@@ -217,9 +241,8 @@ def test_an_altered_snapshot_builds_nothing(admin: Kube, tenant: Kube, controlle
     if how == "edit":
         tenant.update(CONFIGMAP, namespace, cm)
     else:
-        tenant.delete(CONFIGMAP, namespace, "snap-runtime-snapshot")
         job = tenant.get(TRAINJOB, namespace, "snap") or {}
-        tenant.create(CONFIGMAP, namespace, {
+        replace(tenant, namespace, {
             "apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": "snap-runtime-snapshot", "namespace": namespace,
                          "labels": cm["metadata"].get("labels") or {},
@@ -250,8 +273,8 @@ def test_a_planted_object_is_neither_used_nor_overwritten(
         "apiVersion": "v1", "kind": kind,
         "metadata": {"name": "job" + suffix, "namespace": namespace,
                      "labels": {ownership.OWNED_LABEL: "job"}},
-        "data": {"ssh-publickey": "YXR0YWNrZXIta2V5", "hostfile": "evil slots=1\n",
-                 "runtime": "planted"}})
+        "data": {"ssh-publickey": "YXR0YWNrZXIta2V5", "ssh-privatekey": "a25vd24="}
+        if kind == "Secret" else {"hostfile": "evil slots=1\n", "runtime": "planted"}})
     tenant.create(TRAINJOB, namespace, trainjob(namespace, "job", runtime))
     found = refused(admin, namespace, "job", "ObjectNotOwned")
     assert f"{kind} {namespace}/job{suffix}" in found["message"]
