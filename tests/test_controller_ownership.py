@@ -99,7 +99,7 @@ def test_the_snapshot_digest_is_recorded_in_the_status() -> None:
     _hostile_runtime,
     lambda cm: cm["data"].pop("runtime"),
     lambda cm: cm["data"].update(runtime=cm["data"]["runtime"] + "# harmless?\n"),
-])
+], ids=["hostile-pod", "key-removed", "comment-added"])
 def test_an_altered_snapshot_builds_no_jobset(alter: Any) -> None:
     kube, reconciler, events = _setup(suspend=True)
     reconciler.reconcile(("ns", "j"))
@@ -184,7 +184,7 @@ def _foreign(kind: str, name: str, owner_uid: str | None = None) -> Obj:
     ("deepspeed-distributed", CONFIGMAP, _foreign("ConfigMap", "j-mpi-hostfile")),
     ("torch-distributed", CONFIGMAP, _foreign("ConfigMap", "j-runtime-snapshot")),
     ("torch-distributed", JOBSET, _foreign("JobSet", "j", "old-uid")),
-])
+], ids=["ssh-secret", "ssh-secret-other-owner", "hostfile", "snapshot", "old-jobset"])
 def test_an_object_not_controlled_by_the_trainjob_is_refused(runtime: str, res: Resource,
                                                              obj: Obj) -> None:
     kube, reconciler, events = _setup(runtime)

@@ -87,7 +87,7 @@ class Reconciler:
                 self.events(trainjob, "TrainJobResourcesCreationFailed", _event_note(exc))
         st.set_suspended(status, trainjob, now)
         status = self._jobset_status(trainjob, status, jobset, now)
-        deadline = self._deadline(trainjob, status, now)
+        deadline = self._deadline(trainjob, status, now, jobset)
         requeue = deadline if requeue is None else min(requeue, deadline or requeue)
         if status != before:
             self.kube.patch_status(TRAINJOB, key[0], key[1], {"status": status})
@@ -143,7 +143,8 @@ class Reconciler:
             return status
         return st.from_jobset(status, jobset, now)
 
-    def _deadline(self, trainjob: Obj, status: Obj, now: float) -> float | None:
+    def _deadline(self, trainjob: Obj, status: Obj, now: float,
+                  applied: Obj | None = None) -> float | None:
         seconds = (trainjob.get("spec") or {}).get("activeDeadlineSeconds")
         if not isinstance(seconds, int) or seconds <= 0 or st.is_true(status, "Complete") or \
                 st.is_true(status, "Failed") or st.is_true(status, "Suspended"):
@@ -160,7 +161,7 @@ class Reconciler:
         meta = trainjob["metadata"]
         # upstream only logs a failed delete; the JobSet goes with the TrainJob anyway. Only
         # the TrainJob's own JobSet is deleted (the uid is a precondition of the delete).
-        owned = objects.owned_jobset(self.jobsets, trainjob)
+        owned = objects.owned_jobset(self.jobsets, trainjob) or applied
         if owned is not None:
             with contextlib.suppress(ApiError):
                 self.kube.delete(JOBSET, meta["namespace"], meta["name"],
