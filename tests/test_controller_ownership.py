@@ -19,7 +19,15 @@ from compiler.context import SSHKeyPair
 from compiler.controller import limits, ownership, snapshot
 from compiler.controller import status as st
 from compiler.controller.informer import Informer
-from compiler.controller.kube import CLUSTER_RUNTIME, CONFIGMAP, JOBSET, SECRET, TRAINJOB, Resource
+from compiler.controller.kube import (
+    CLUSTER_RUNTIME,
+    CONFIGMAP,
+    COSCHEDULING_PODGROUP,
+    JOBSET,
+    SECRET,
+    TRAINJOB,
+    Resource,
+)
 from compiler.controller.reconcile import INVALID_REASON, ReconcileError, Reconciler, reason_of
 from compiler.plugins.base import controller_reference
 from tests.test_controller_units import RUNTIMES, FakeKube, FakeStore, _trainjob
@@ -38,10 +46,20 @@ class Recorder:
         self.events.append((reason, note))
 
 
+def _runtime(name: str) -> Obj:
+    """A built-in runtime; `gang` is torch-distributed with a coscheduling PodGroup."""
+    if name != "gang":
+        return yaml.safe_load((RUNTIMES / f"{name}.yaml").read_text())  # type: ignore[no-any-return]
+    runtime: Obj = yaml.safe_load((RUNTIMES / "torch-distributed.yaml").read_text())
+    runtime["metadata"]["name"] = "gang"
+    runtime["spec"]["podGroupPolicy"] = {"coscheduling": {"scheduleTimeoutSeconds": 45}}
+    return runtime
+
+
 def _setup(runtime: str = "torch-distributed", **spec: Any) -> tuple[FakeKube, Reconciler,
                                                                        Recorder]:
     kube = FakeKube()
-    kube.put(CLUSTER_RUNTIME, yaml.safe_load((RUNTIMES / f"{runtime}.yaml").read_text()))
+    kube.put(CLUSTER_RUNTIME, _runtime(runtime))
     job = _trainjob(**{"trainer": {"numNodes": 2}, **spec})
     job["spec"]["runtimeRef"]["name"] = runtime
     kube.put(TRAINJOB, job)
@@ -174,7 +192,8 @@ def _foreign(kind: str, name: str, owner_uid: str | None = None) -> Obj:
     meta: Obj = {"name": name, "namespace": "ns"}
     if owner_uid:
         meta["ownerReferences"] = [controller_reference("j", owner_uid)]
-    api = "jobset.x-k8s.io/v1alpha2" if kind == "JobSet" else "v1"
+    api = {"JobSet": "jobset.x-k8s.io/v1alpha2",
+           "PodGroup": "scheduling.x-k8s.io/v1alpha1"}.get(kind, "v1")
     return {"apiVersion": api, "kind": kind, "metadata": meta, "data": {"x": "planted"}}
 
 
@@ -184,7 +203,9 @@ def _foreign(kind: str, name: str, owner_uid: str | None = None) -> Obj:
     ("deepspeed-distributed", CONFIGMAP, _foreign("ConfigMap", "j-mpi-hostfile")),
     ("torch-distributed", CONFIGMAP, _foreign("ConfigMap", "j-runtime-snapshot")),
     ("torch-distributed", JOBSET, _foreign("JobSet", "j", "old-uid")),
-], ids=["ssh-secret", "ssh-secret-other-owner", "hostfile", "snapshot", "old-jobset"])
+    ("gang", COSCHEDULING_PODGROUP, _foreign("PodGroup", "j")),
+], ids=["ssh-secret", "ssh-secret-other-owner", "hostfile", "snapshot", "old-jobset",
+        "podgroup"])
 def test_an_object_not_controlled_by_the_trainjob_is_refused(runtime: str, res: Resource,
                                                              obj: Obj) -> None:
     kube, reconciler, events = _setup(runtime)

@@ -243,9 +243,9 @@ def test_snapshot_checks(change: Any, message: str) -> None:
     kube = FakeKube()
     _with_runtime(kube)
     trainjob = _trainjob()
-    snapshot.write(kube, trainjob, kube.get(  # type: ignore[arg-type]
+    kube.put(CONFIGMAP, snapshot.configmap(trainjob, snapshot.body(kube.get(
         Resource("trainer.kubeflow.org", "v1alpha1", "clustertrainingruntimes",
-                 "ClusterTrainingRuntime", False), None, "torch-distributed") or {})
+                 "ClusterTrainingRuntime", False), None, "torch-distributed") or {})))
     change(kube.get(CONFIGMAP, "ns", "j-runtime-snapshot"))
     with pytest.raises(snapshot.SnapshotError, match=message):
         snapshot.read(kube, trainjob)  # type: ignore[arg-type]

@@ -138,13 +138,6 @@ def configmap(trainjob: Obj, text: str) -> Obj:
         "data": {"runtime": text}}
 
 
-def write(kube: Kube, trainjob: Obj, runtime: Obj) -> str:
-    """Take the snapshot (server-side apply, owned by the TrainJob); its digest."""
-    text = body(runtime)
-    kube.apply(ownership.labelled(configmap(trainjob, text)))
-    return digest(text)
-
-
 def digest(text: Any) -> str:
     """`sha256:<hex>` of a snapshot's `runtime` value (`none` when it is not a string)."""
     if not isinstance(text, str):
