@@ -5,6 +5,7 @@ in-memory API of test_controller_units; tests/e2e/test_tenant.py attacks a real 
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import logging
 import tracemalloc
@@ -16,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as hs
 
 from compiler.context import SSHKeyPair
-from compiler.controller import limits, ownership, snapshot
+from compiler.controller import limits, ownership, snapshot, sshsecret
 from compiler.controller import status as st
 from compiler.controller.informer import Informer
 from compiler.controller.kube import (
@@ -233,6 +234,52 @@ def test_a_planted_ssh_key_is_neither_used_nor_replaced() -> None:
     assert made is not None and ownership.controlled_by(made, "u-1")
     assert made["metadata"]["labels"] == {ownership.OWNED_LABEL: "j"}
     assert _jobsets(kube)
+
+
+def test_the_ssh_secret_made_is_recorded_and_kept() -> None:
+    kube, reconciler, _ = _setup("deepspeed-distributed")
+    reconciler.reconcile(("ns", "j"))
+    made = kube.get(SECRET, "ns", "j-mpi-ssh-auth")
+    assert made is not None
+    assert sshsecret.recorded(kube.get(TRAINJOB, "ns", "j") or {}) == made["metadata"]["uid"]
+    reconciler.reconcile(("ns", "j"))
+    assert [o["kind"] for o in kube.applied].count("Secret") == 1
+    assert st.condition(_status(kube), ownership.CONDITION) is None
+
+
+def test_an_ssh_secret_replaced_with_the_trainjobs_owner_reference_is_refused() -> None:
+    """A tenant deletes the Secret and creates one with the same ownerReference and its own
+    key: controlled by the TrainJob, but not the one the controller made."""
+    kube, reconciler, events = _setup("deepspeed-distributed")
+    reconciler.reconcile(("ns", "j"))
+    made = kube.get(SECRET, "ns", "j-mpi-ssh-auth")
+    assert made is not None
+    kube.delete(SECRET, "ns", "j-mpi-ssh-auth")
+    planted = {**_foreign("Secret", "j-mpi-ssh-auth", "u-1"), "data": {"k": "attacker"}}
+    kube.put(SECRET, planted)
+    applied = len(kube.applied)
+    reconciler.reconcile(("ns", "j"))
+    refused = st.condition(_status(kube), ownership.CONDITION)
+    assert refused is not None and refused["reason"] == sshsecret.REPLACED
+    assert f"recorded uid {made['metadata']['uid']}" in refused["message"]
+    assert events.events[-1][0] == sshsecret.REPLACED
+    assert len(kube.applied) == applied and kube.get(SECRET, "ns", "j-mpi-ssh-auth") is planted
+
+
+def test_a_stale_trainjob_copy_does_not_refuse_the_secret_just_made() -> None:
+    """The informer may hand over the TrainJob before the status that records the uid."""
+    kube, reconciler, _ = _setup("deepspeed-distributed")
+    reconciler.reconcile(("ns", "j"))
+    stale = copy.deepcopy(kube.get(TRAINJOB, "ns", "j") or {})
+    stale["status"] = {}
+
+    class StaleStore:
+        def get(self, namespace: str, name: str) -> Obj:
+            return stale
+
+    reconciler.trainjobs = StaleStore()  # type: ignore[assignment]
+    reconciler.reconcile(("ns", "j"))
+    assert st.condition(kube.status_patches[-1]["status"], ownership.CONDITION) is None
 
 
 def test_an_old_jobset_of_the_same_name_gives_no_status() -> None:

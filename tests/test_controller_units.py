@@ -18,6 +18,7 @@ from compiler.controller import status as st
 from compiler.controller.kube import CONFIGMAP, JOBSET, SECRET, TRAINJOB, ApiError, Resource
 from compiler.controller.reconcile import INVALID_REASON, Reconciler, _event_note
 from compiler.controller.workqueue import WorkQueue
+from compiler.plugins.base import controller_reference
 
 Obj = dict[str, Any]
 RUNTIMES = Path(__file__).resolve().parent.parent / "runtimes"
@@ -261,10 +262,16 @@ def test_existing_ssh_secret_is_not_regenerated() -> None:
     trainjob["spec"]["runtimeRef"]["name"] = "deepspeed-distributed"
     kube.put(TRAINJOB, trainjob)
     kube.put(SECRET, {"apiVersion": "v1", "kind": "Secret", "immutable": True,
-                      "metadata": {"name": "j-mpi-ssh-auth", "namespace": "ns"},
+                      "metadata": {"name": "j-mpi-ssh-auth", "namespace": "ns", "uid": "s-1",
+                                   "ownerReferences": [controller_reference("j", "u-1")]},
                       "data": {"kept": "yes"}})
+    trainjob["status"] = {"conditions": [{"type": "MPISSHSecret", "status": "True",
+                                          "reason": "Recorded",
+                                          "message": "Secret j-mpi-ssh-auth has uid s-1",
+                                          "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
     _reconciler(kube).reconcile(("ns", "j"))
     assert "Secret" not in [o["kind"] for o in kube.applied]
+    assert "JobSet" in [o["kind"] for o in kube.applied]
     assert kube.get(SECRET, "ns", "j-mpi-ssh-auth")["data"] == {"kept": "yes"}  # type: ignore[index]
 
 

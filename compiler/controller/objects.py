@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from compiler.controller import ownership
-from compiler.controller.kube import JOBSET, SECRET, Kube, resource_of
+from compiler.controller.kube import JOBSET, Kube, resource_of
 
 Obj = dict[str, Any]
 
@@ -39,16 +39,6 @@ def current(kube: Kube, jobsets: Store, obj: Obj) -> Obj | None:
     return kube.get(resource_of(obj), namespace, name)
 
 
-def ssh_secret(kube: Kube, trainjob: Obj) -> Obj | None:
-    """The TrainJob's MPI SSH Secret when it exists (then no new key is made); `Refused` when
-    a Secret of that name exists that is not the TrainJob's (a planted key)."""
-    meta = trainjob["metadata"]
-    found = kube.get(SECRET, meta["namespace"], f"{meta['name']}-mpi-ssh-auth")
-    if found is not None and not ownership.controlled_by(found, uid_of(trainjob)):
-        raise ownership.not_owned([found], trainjob)
-    return found
-
-
 def owned_jobset(jobsets: Store, trainjob: Obj) -> Obj | None:
     """The TrainJob's JobSet from the store, only when this TrainJob (this uid) controls it."""
     meta = trainjob["metadata"]
@@ -57,21 +47,19 @@ def owned_jobset(jobsets: Store, trainjob: Obj) -> Obj | None:
         else None
 
 
-def write_all(kube: Kube, jobsets: Store, trainjob: Obj, objects: list[Obj]) -> Obj | None:
-    """Write the compiled objects (none when one is foreign); the JobSet as written."""
+def write_all(kube: Kube, jobsets: Store, trainjob: Obj,
+              objects: list[Obj]) -> dict[str, Obj]:
+    """Write the compiled objects (none when one is foreign); those written, by kind."""
     seen = [(obj, current(kube, jobsets, obj)) for obj in objects]
     foreign = [found for _, found in seen if found is not None and
                not ownership.controlled_by(found, uid_of(trainjob))]
     if foreign:
         raise ownership.not_owned(foreign, trainjob)
-    applied: Obj | None = None
+    written: dict[str, Obj] = {}
     for obj, found in seen:
-        if _keep(trainjob, obj, found):
-            continue
-        out = ownership.write(kube, obj, found)
-        if obj.get("kind") == "JobSet":
-            applied = out
-    return applied
+        if not _keep(trainjob, obj, found):
+            written[str(obj.get("kind"))] = ownership.write(kube, obj, found)
+    return written
 
 
 def _keep(trainjob: Obj, obj: Obj, found: Obj | None) -> bool:

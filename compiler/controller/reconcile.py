@@ -22,7 +22,7 @@ from typing import Any
 
 from compiler.compile import compile_trainjob
 from compiler.context import CompileOptions, SSHKeySource
-from compiler.controller import limits, objects, ownership, snapshot
+from compiler.controller import limits, objects, ownership, snapshot, sshsecret
 from compiler.controller import status as st
 from compiler.controller.informer import Informer
 from compiler.controller.kube import (
@@ -105,8 +105,7 @@ class Reconciler:
         runtime, digest = snapshot.resolve(self.kube, trainjob)
         snapshot.record(status, trainjob, digest, now)
         mpi = ((runtime.get("spec") or {}).get("mlPolicy") or {}).get("mpi") is not None
-        keys = self.ssh_keys if mpi and objects.ssh_secret(self.kube, trainjob) is None \
-            else None
+        keys = self.ssh_keys if mpi and sshsecret.check(self.kube, trainjob) is None else None
         result = compile_trainjob(trainjob, runtime, options=CompileOptions(ssh_keys=keys))
         errors = [d for d in result.diagnostics if d.severity is Severity.ERROR]
         if errors:
@@ -121,7 +120,10 @@ class Reconciler:
             st.set_condition(status, {"type": "Failed", "status": "True",
                                       "reason": limits.REASON, "message": too_large}, now)
             return None
-        return objects.write_all(self.kube, self.jobsets, trainjob, list(result.objects))
+        written = objects.write_all(self.kube, self.jobsets, trainjob, list(result.objects))
+        if "Secret" in written:
+            sshsecret.record(status, written["Secret"], now)
+        return written.get("JobSet")
 
     def _refuse(self, trainjob: Obj, before: Obj, status: Obj, refusal: ownership.Refused,
                 now: float) -> float:

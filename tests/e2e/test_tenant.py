@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from compiler.controller import ownership, snapshot
+from compiler.controller import ownership, snapshot, sshsecret
 from compiler.controller.kube import CONFIGMAP, JOBSET, SECRET, TRAINJOB, ApiError, Kube, Resource
 from compiler.controller.manager import EVENTS, Controller, Options
 from compiler.plugins.base import controller_reference
@@ -196,18 +196,19 @@ def suspended_jobset(admin: Kube, tenant: Kube, namespace: str, name: str) -> Ob
     return jobset  # type: ignore[no-any-return]
 
 
-def replace(tenant: Kube, namespace: str, configmap: Obj) -> None:
-    """Delete a ConfigMap and create another under its name; the controller may take the
-    name back in between (it takes a deleted snapshot again), so try until the tenant wins."""
+def replace(tenant: Kube, namespace: str, res: Resource, obj: Obj) -> None:
+    """Delete an object and create another under its name; the controller may take the name
+    back in between (it makes a deleted snapshot or Secret again), so try until the tenant
+    wins."""
     for _ in range(50):
-        tenant.delete(CONFIGMAP, namespace, configmap["metadata"]["name"])
+        tenant.delete(res, namespace, obj["metadata"]["name"])
         try:
-            tenant.create(CONFIGMAP, namespace, configmap)
+            tenant.create(res, namespace, obj)
             return
         except ApiError as exc:
             if exc.status != 409:
                 raise
-    pytest.fail("the tenant never got to create its ConfigMap")
+    pytest.fail(f"the tenant never got to create {obj['metadata']['name']}")
 
 
 def resume(tenant: Kube, namespace: str, name: str) -> None:
@@ -242,7 +243,7 @@ def test_an_altered_snapshot_builds_nothing(admin: Kube, tenant: Kube, controlle
         tenant.update(CONFIGMAP, namespace, cm)
     else:
         job = tenant.get(TRAINJOB, namespace, "snap") or {}
-        replace(tenant, namespace, {
+        replace(tenant, namespace, CONFIGMAP, {
             "apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": "snap-runtime-snapshot", "namespace": namespace,
                          "labels": cm["metadata"].get("labels") or {},
@@ -295,6 +296,32 @@ def test_a_planted_object_is_neither_used_nor_overwritten(
     made = eventually(lambda: admin.get(res, namespace, "job" + suffix))
     assert ownership.controlled_by(made, job["metadata"]["uid"])
     assert made["data"] != planted["data"]
+
+
+def test_an_ssh_secret_replaced_under_the_trainjobs_owner_is_refused(
+        admin: Kube, tenant: Kube, controller: Controller, namespace: str) -> None:
+    """The tenant deletes the immutable SSH Secret and makes one with the same ownerReference
+    and its own key."""
+    job = tenant.create(TRAINJOB, namespace, trainjob(namespace, "mpi", "deepspeed-distributed",
+                                                      suspend=True))
+    before = eventually(lambda: admin.get(JOBSET, namespace, "mpi"))
+    made = eventually(lambda: admin.get(SECRET, namespace, "mpi-mpi-ssh-auth"))
+    eventually(lambda: condition(admin.get(TRAINJOB, namespace, "mpi"), sshsecret.RECORD))
+    replace(tenant, namespace, SECRET, {
+        "apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/ssh-auth",
+        "metadata": {"name": "mpi-mpi-ssh-auth", "namespace": namespace,
+                     "labels": made["metadata"]["labels"],
+                     "ownerReferences": [{**controller_reference("mpi", job["metadata"]["uid"]),
+                                          "blockOwnerDeletion": False}]},
+        "data": {"ssh-privatekey": "YXR0YWNrZXI=", "ssh-publickey": "YXR0YWNrZXIta2V5"}})
+    resume(tenant, namespace, "mpi")
+    found = refused(admin, namespace, "mpi", sshsecret.REPLACED)
+    assert f"Secret {namespace}/mpi-mpi-ssh-auth" in found["message"]
+    time.sleep(2)
+    after = admin.get(JOBSET, namespace, "mpi")
+    assert after is not None and after["spec"] == before["spec"]
+    secret = admin.get(SECRET, namespace, "mpi-mpi-ssh-auth")
+    assert secret is not None and secret["data"]["ssh-publickey"] == "YXR0YWNrZXIta2V5"
 
 
 def test_a_recreated_trainjob_takes_no_status_from_the_old_jobset(
