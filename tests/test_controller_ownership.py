@@ -282,6 +282,19 @@ def test_a_stale_trainjob_copy_does_not_refuse_the_secret_just_made() -> None:
     assert st.condition(kube.status_patches[-1]["status"], ownership.CONDITION) is None
 
 
+def test_an_edited_hostfile_is_written_back() -> None:
+    kube, reconciler, _ = _setup("deepspeed-distributed")
+    reconciler.reconcile(("ns", "j"))
+    hostfile = kube.get(CONFIGMAP, "ns", "j-mpi-hostfile")
+    assert hostfile is not None
+    ours = hostfile["data"]["hostfile"]
+    hostfile["data"]["hostfile"] = "evil.example slots=64\n"
+    reconciler.reconcile(("ns", "j"))
+    again = kube.get(CONFIGMAP, "ns", "j-mpi-hostfile")
+    assert again is not None and again["data"]["hostfile"] == ours
+    assert again["metadata"]["uid"] == hostfile["metadata"]["uid"]
+
+
 def test_an_old_jobset_of_the_same_name_gives_no_status() -> None:
     """The TrainJob was deleted and created again; the old JobSet (old uid) waits for garbage
     collection and says Completed."""
@@ -352,7 +365,13 @@ def test_counts_no_cluster_could_run_fail_the_trainjob(nodes: int, parallelism: 
             "name": "helper", "replicas": replicas, "template": {"spec": {
                 "parallelism": parallelism, "template": {"spec": {"containers": [
                     {"name": "helper", "image": "busybox"}]}}}}})
-    reconciler.reconcile(("ns", "j"))
+    tracemalloc.start()
+    try:
+        reconciler.reconcile(("ns", "j"))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 * 1024 * 1024
     failed = st.condition(_status(kube), "Failed")
     if fails is None:
         assert failed is None and _jobsets(kube)
