@@ -173,6 +173,30 @@ def test_a_deleted_snapshot_is_taken_again_only_from_the_same_runtime() -> None:
     assert _jobsets(kube)[-1]["spec"]["suspend"] is True
 
 
+def test_a_stale_trainjob_copy_still_builds_from_the_recorded_snapshot() -> None:
+    """The informer may hand over the TrainJob before the status that records the digest:
+    the API server's copy is asked, and the runtime edited since is not used."""
+    kube, reconciler, _ = _setup(suspend=True)
+    reconciler.reconcile(("ns", "j"))
+    runtime = kube.get(CLUSTER_RUNTIME, None, "torch-distributed")
+    assert runtime is not None
+    runtime["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"][
+        "spec"]["containers"][0]["image"] = "edited-later:1"
+    _resume(kube)
+    stale = copy.deepcopy(kube.get(TRAINJOB, "ns", "j") or {})
+    stale["status"] = {}
+
+    class StaleStore:
+        def get(self, namespace: str, name: str) -> Obj:
+            return stale
+
+    reconciler.trainjobs = StaleStore()  # type: ignore[assignment]
+    reconciler.reconcile(("ns", "j"))
+    rebuilt = _jobsets(kube)[-1]
+    assert rebuilt["spec"]["suspend"] is False
+    assert _node_spec(rebuilt)["containers"][0]["image"] != "edited-later:1"
+
+
 def test_a_snapshot_without_a_recorded_digest_is_never_read() -> None:
     """A snapshot planted (with the TrainJob's uid as owner) before the first reconcile is
     replaced by one taken from the live runtime."""

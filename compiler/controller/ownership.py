@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from compiler.controller import status as st
-from compiler.controller.kube import Kube, resource_of
+from compiler.controller.kube import TRAINJOB, Kube, resource_of
 
 Obj = dict[str, Any]
 TRAINER_GROUP = "trainer.kubeflow.org/"
@@ -57,6 +57,14 @@ def refusal_changed(before: Obj, refusal: Refused) -> bool:
     found = st.condition(before, CONDITION)
     return found is None or found.get("status") != "True" or \
         found.get("reason") != refusal.reason or found.get("message") != refusal.message
+
+
+def latest(kube: Kube, trainjob: Obj) -> Obj:
+    """The TrainJob as the API server has it now (the informer's copy may predate the last
+    status patch), when it is still the same TrainJob; else the copy given."""
+    meta = trainjob["metadata"]
+    fresh = kube.get(TRAINJOB, meta["namespace"], meta["name"]) or {}
+    return fresh if (fresh.get("metadata") or {}).get("uid") == meta.get("uid") else trainjob
 
 
 def controller_ref(obj: Obj) -> Obj | None:

@@ -167,6 +167,8 @@ def resolve(kube: Kube, trainjob: Obj) -> tuple[Obj, str]:
     if found is not None and not ownership.controlled_by(found, str(meta.get("uid", ""))):
         raise ownership.not_owned([found], trainjob)
     want = recorded(trainjob)
+    if want is None and found is not None:
+        want = recorded(ownership.latest(kube, trainjob))
     if want is None or found is None:
         runtime = live(kube, trainjob)
         text = body(runtime)

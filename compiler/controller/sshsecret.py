@@ -13,7 +13,7 @@ from typing import Any
 
 from compiler.controller import ownership
 from compiler.controller import status as st
-from compiler.controller.kube import SECRET, TRAINJOB, Kube
+from compiler.controller.kube import SECRET, Kube
 
 Obj = dict[str, Any]
 RECORD = "MPISSHSecret"
@@ -53,10 +53,8 @@ def check(kube: Kube, trainjob: Obj) -> Obj | None:
         raise ownership.not_owned([found], trainjob)
     uid = (found.get("metadata") or {}).get("uid")
     want = recorded(trainjob)
-    if want is None:  # the informer's copy may predate the record: ask the API server
-        fresh = kube.get(TRAINJOB, meta["namespace"], meta["name"]) or {}
-        if (fresh.get("metadata") or {}).get("uid") == meta.get("uid"):
-            want = recorded(fresh)
+    if want is None:
+        want = recorded(ownership.latest(kube, trainjob))
     if uid != want:
         raise ownership.Refused(REPLACED, (
             f"Secret {meta['namespace']}/{name_of(trainjob)} (uid {uid}) is not the one the "
