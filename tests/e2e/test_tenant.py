@@ -182,10 +182,9 @@ def hostile(runtime_text: str) -> str:
     return yaml.safe_dump(runtime)
 
 
-def merge_patch(kube: Kube, path: str, metadata: Obj) -> None:
-    """A JSON merge patch of an object's metadata."""
-    cl.api_request(kube.api, "PATCH", path, {"metadata": metadata},
-                   content_type="application/merge-patch+json")
+def merge_patch(kube: Kube, path: str, body: Obj) -> None:
+    """A JSON merge patch (no read-modify-write race with the controller's status patches)."""
+    cl.api_request(kube.api, "PATCH", path, body, content_type="application/merge-patch+json")
 
 
 def suspended_jobset(admin: Kube, tenant: Kube, namespace: str, name: str) -> Obj:
@@ -212,10 +211,7 @@ def replace(tenant: Kube, namespace: str, res: Resource, obj: Obj) -> None:
 
 
 def resume(tenant: Kube, namespace: str, name: str) -> None:
-    job = tenant.get(TRAINJOB, namespace, name)
-    assert job is not None
-    job["spec"]["suspend"] = False
-    tenant.update(TRAINJOB, namespace, job)
+    merge_patch(tenant, TRAINJOB.path(namespace, name), {"spec": {"suspend": False}})
 
 
 def test_the_tenant_cannot_write_what_the_controller_trusts(
@@ -289,8 +285,8 @@ def test_a_planted_object_is_neither_used_nor_overwritten(
     assert not now["metadata"].get("ownerReferences")
     tenant.delete(res, namespace, "job" + suffix)
     job = tenant.get(TRAINJOB, namespace, "job") or {}
-    job["metadata"].setdefault("labels", {})["retry"] = "now"  # any event reconciles it
-    tenant.update(TRAINJOB, namespace, job)
+    merge_patch(tenant, TRAINJOB.path(namespace, "job"),  # any event reconciles it
+                {"metadata": {"labels": {"retry": "now"}}})
     jobset = eventually(lambda: admin.get(JOBSET, namespace, "job"))
     assert jobset["metadata"]["ownerReferences"][0]["uid"] == job["metadata"]["uid"]
     made = eventually(lambda: admin.get(res, namespace, "job" + suffix))
@@ -329,7 +325,8 @@ def test_a_recreated_trainjob_takes_no_status_from_the_old_jobset(
     tenant.create(TRAINJOB, namespace, trainjob(namespace, "again"))
     old = eventually(lambda: admin.get(JOBSET, namespace, "again"))
     for res, name in ((JOBSET, "again"), (CONFIGMAP, "again-runtime-snapshot")):
-        merge_patch(admin, res.path(namespace, name), {"finalizers": ["e2e.tjc/hold"]})
+        merge_patch(admin, res.path(namespace, name),
+                    {"metadata": {"finalizers": ["e2e.tjc/hold"]}})
     tenant.delete(TRAINJOB, namespace, "again")
     eventually(lambda: admin.get(TRAINJOB, namespace, "again") is None)
     created = tenant.create(TRAINJOB, namespace, trainjob(namespace, "again"))
@@ -344,7 +341,7 @@ def test_a_recreated_trainjob_takes_no_status_from_the_old_jobset(
     job = admin.get(TRAINJOB, namespace, "again")
     assert condition(job, "Complete") is None and "jobsStatus" not in (job or {})["status"]
     for res, name in ((JOBSET, "again"), (CONFIGMAP, "again-runtime-snapshot")):  # the GC
-        merge_patch(admin, res.path(namespace, name), {"finalizers": None})
+        merge_patch(admin, res.path(namespace, name), {"metadata": {"finalizers": None}})
         admin.delete(res, namespace, name)
     jobset = eventually(lambda: (js := admin.get(JOBSET, namespace, "again")) and
                         js["metadata"]["uid"] != old["metadata"]["uid"] and js)
