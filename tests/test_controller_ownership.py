@@ -339,6 +339,28 @@ def test_an_old_jobset_of_the_same_name_gives_no_status() -> None:
     assert st.condition(_status(kube), "Complete") is None
 
 
+class EmptyStore:
+    """A JobSet informer that has not seen anything yet."""
+
+    def get(self, namespace: str, name: str) -> None:
+        return None
+
+
+@pytest.mark.parametrize("owner", ["old-uid", "u-1"])
+def test_a_jobset_the_informer_has_not_seen_yet(owner: str) -> None:
+    """Creating it fails (409); the controller looks again: another's is refused, its own
+    (running) is kept."""
+    kube, reconciler, _ = _setup()
+    existing = _foreign("JobSet", "j", owner)
+    existing["spec"] = {"suspend": False}
+    kube.put(JOBSET, existing)
+    reconciler.jobsets = EmptyStore()  # type: ignore[assignment]
+    reconciler.reconcile(("ns", "j"))
+    assert kube.get(JOBSET, "ns", "j") is existing and not _jobsets(kube)
+    refused = st.condition(_status(kube), ownership.CONDITION)
+    assert (refused is not None) == (owner == "old-uid")
+
+
 def test_the_deadline_deletes_only_the_trainjobs_own_jobset() -> None:
     kube, reconciler, _ = _setup(activeDeadlineSeconds=1)
     kube.put(JOBSET, _foreign("JobSet", "j", "old-uid"))
@@ -458,6 +480,36 @@ def test_configmap_and_secret_informers_select_and_keep_only_metadata() -> None:
     assert calls == [("list", ownership.OWNED_LABEL), ("watch", ownership.OWNED_LABEL)]
     assert informer.get("ns", "s") == {"apiVersion": "v1", "kind": "Secret",
                                        "metadata": {"namespace": "ns", "name": "s"}}
+
+
+def test_a_change_of_the_status_alone_reconciles_nothing() -> None:
+    from compiler.controller.manager import beyond_status
+
+    job = _trainjob(trainer={"numNodes": 2})
+    job["metadata"]["resourceVersion"] = "1"
+    patched = copy.deepcopy(job)
+    patched["status"] = {"conditions": [{"type": "Suspended", "status": "True"}]}
+    patched["metadata"].update(resourceVersion="2", managedFields=[{"manager": "trainer"}])
+    assert not beyond_status(job, patched)
+    for change in ({"spec": {**job["spec"], "suspend": True}},
+                   {"metadata": {**job["metadata"], "labels": {"nudge": "1"}}}):
+        assert beyond_status(job, {**patched, **change})
+    events: list[str] = []
+
+    class WatchKube:
+        def list(self, res: Resource, namespace: str | None) -> tuple[list[Obj], str]:
+            return [job], "1"
+
+        def watch(self, res: Resource, namespace: str | None, version: str) -> Any:
+            yield "MODIFIED", patched
+            yield "MODIFIED", {**patched, "spec": {"suspend": True}}
+            informer.stop()
+
+    informer = Informer(WatchKube(), TRAINJOB, None,  # type: ignore[arg-type]
+                        lambda kind, obj: events.append(kind), relevant=beyond_status)
+    informer.run()
+    assert events == ["ADDED", "MODIFIED"]
+    assert informer.get("ns", "j") == {**patched, "spec": {"suspend": True}}
 
 
 @settings(max_examples=60, deadline=None, derandomize=True)

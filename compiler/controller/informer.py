@@ -5,9 +5,12 @@ resourceVersion; a 410 Gone, a dropped connection or any error lists again (afte
 pause when it failed). The store holds the latest object per (namespace, name) for the
 reconciler to read without a request. Runs in its own thread.
 
-An informer can watch only the objects a label selector picks, and keep only their metadata
-(`slim`): the ConfigMap and Secret informers, which only say which TrainJob to reconcile, do
-both, so that no Secret's data and no other ConfigMap of the cluster is held in memory.
+A `relevant` test can keep a change from reaching the handler (the store still takes it):
+the TrainJob informer ignores changes to a TrainJob's status alone, which are the
+controller's own status patches. An informer can watch only the objects a label selector
+picks, and keep only their metadata (`slim`): the ConfigMap and Secret informers, which only
+say which TrainJob to reconcile, do both, so that no Secret's data and no other ConfigMap of
+the cluster is held in memory.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from compiler.controller.kube import Gone, Kube, Resource
 Obj = dict[str, Any]
 Key = tuple[str, str]
 Handler = Callable[[str, Obj], None]
+Changed = Callable[[Obj, Obj], bool]
 LOG = logging.getLogger("tjc.controller")
 
 
@@ -35,9 +39,10 @@ class Informer:
     """A watched resource and its store."""
 
     def __init__(self, kube: Kube, res: Resource, namespace: str | None,
-                 handler: Handler, *, selector: str | None = None, slim: bool = False) -> None:
+                 handler: Handler, *, selector: str | None = None, slim: bool = False,
+                 relevant: Changed | None = None) -> None:
         self.kube, self.res, self.namespace, self.handler = kube, res, namespace, handler
-        self.selector, self.slim = selector, slim
+        self.selector, self.slim, self.relevant = selector, slim, relevant
         self._store: dict[Key, Obj] = {}
         self._lock = threading.Lock()
         self.synced = threading.Event()
@@ -104,9 +109,12 @@ class Informer:
                     continue
                 with self._lock:
                     if kind == "DELETED":
-                        self._store.pop(key_of(obj), None)
+                        old = self._store.pop(key_of(obj), None)
                     else:
-                        self._store[key_of(obj)] = obj
+                        old, self._store[key_of(obj)] = self._store.get(key_of(obj)), obj
+                if kind == "MODIFIED" and old is not None and self.relevant is not None and \
+                        not self.relevant(old, obj):
+                    continue
                 self.handler(kind, obj)
                 if self._stop.is_set():
                     return

@@ -1,6 +1,7 @@
 """`tjc controller`: informers, the work queue, workers, leader election and probes.
 
-The TrainJob informer queues every TrainJob it sees; the JobSet, ConfigMap, Secret and
+The TrainJob informer queues every TrainJob it sees (but not for a change of its status
+alone); the JobSet, ConfigMap, Secret and
 PodGroup informers (PodGroups only where the cluster serves their API) queue the TrainJob
 that controls the object. The ConfigMap and Secret informers watch only objects labelled
 `trainer.kubeflow.org/trainjob-name` (the controller labels what it makes) and keep only their
@@ -70,6 +71,18 @@ def owner_key(obj: Obj) -> tuple[str, str] | None:
     return None
 
 
+def beyond_status(old: Obj, new: Obj) -> bool:
+    """Whether a TrainJob changed in more than its status: a change of the status alone (the
+    controller's own status patch) needs no new reconcile."""
+    return _without_status(old) != _without_status(new)
+
+
+def _without_status(obj: Obj) -> Obj:
+    meta = {k: v for k, v in (obj.get("metadata") or {}).items()
+            if k not in ("resourceVersion", "managedFields")}
+    return {**{k: v for k, v in obj.items() if k != "status"}, "metadata": meta}
+
+
 class Controller:
     """The running controller."""
 
@@ -81,7 +94,8 @@ class Controller:
         self.metrics = Metrics(self.queue.depth)
         self.stop = threading.Event()
         ns = options.namespace
-        self.trainjobs = Informer(kube, TRAINJOB, ns, lambda _, o: self.queue.add(key_of(o)))
+        self.trainjobs = Informer(kube, TRAINJOB, ns, lambda _, o: self.queue.add(key_of(o)),
+                                  relevant=beyond_status)
         self.owned = [Informer(kube, JOBSET, ns, self._owned), *(
             Informer(kube, res, ns, self._owned, selector=OWNED_LABEL, slim=True)
             for res in (CONFIGMAP, SECRET))]

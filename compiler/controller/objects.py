@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from compiler.controller import ownership
-from compiler.controller.kube import JOBSET, Kube, resource_of
+from compiler.controller.kube import ApiError, Kube, resource_of
 
 Obj = dict[str, Any]
 
@@ -30,12 +30,12 @@ def uid_of(trainjob: Obj) -> str:
 
 
 def current(kube: Kube, jobsets: Store, obj: Obj) -> Obj | None:
-    """The object as it exists now: a JobSet from the store (asked for when the store has
-    none yet), anything else from the API server."""
+    """The object as it exists now: a JobSet from the store, anything else from the API
+    server. (A JobSet the store does not have yet is found when creating it fails.)"""
     meta = obj.get("metadata") or {}
     namespace, name = str(meta.get("namespace", "")), str(meta.get("name", ""))
     if obj.get("kind") == "JobSet":
-        return jobsets.get(namespace, name) or kube.get(JOBSET, namespace, name)
+        return jobsets.get(namespace, name)
     return kube.get(resource_of(obj), namespace, name)
 
 
@@ -51,15 +51,34 @@ def write_all(kube: Kube, jobsets: Store, trainjob: Obj,
               objects: list[Obj]) -> dict[str, Obj]:
     """Write the compiled objects (none when one is foreign); those written, by kind."""
     seen = [(obj, current(kube, jobsets, obj)) for obj in objects]
-    foreign = [found for _, found in seen if found is not None and
-               not ownership.controlled_by(found, uid_of(trainjob))]
-    if foreign:
-        raise ownership.not_owned(foreign, trainjob)
+    _refuse_foreign([found for _, found in seen], trainjob)
     written: dict[str, Obj] = {}
     for obj, found in seen:
-        if not _keep(trainjob, obj, found):
-            written[str(obj.get("kind"))] = ownership.write(kube, obj, found)
+        try:
+            out = _write(kube, trainjob, obj, found)
+        except ApiError as exc:
+            if exc.status != 409 or found is not None:
+                raise
+            meta = obj["metadata"]  # made since it was looked up: look again
+            found = kube.get(resource_of(obj), meta.get("namespace"), meta["name"])
+            if found is None:
+                raise
+            _refuse_foreign([found], trainjob)
+            out = _write(kube, trainjob, obj, found)
+        if out is not None:
+            written[str(obj.get("kind"))] = out
     return written
+
+
+def _refuse_foreign(found: list[Obj | None], trainjob: Obj) -> None:
+    foreign = [o for o in found if o is not None and
+               not ownership.controlled_by(o, uid_of(trainjob))]
+    if foreign:
+        raise ownership.not_owned(foreign, trainjob)
+
+
+def _write(kube: Kube, trainjob: Obj, obj: Obj, found: Obj | None) -> Obj | None:
+    return None if _keep(trainjob, obj, found) else ownership.write(kube, obj, found)
 
 
 def _keep(trainjob: Obj, obj: Obj, found: Obj | None) -> bool:
