@@ -6,7 +6,8 @@ controller fail on every try. The pods of one TrainJob together are capped at 15
 largest cluster Kubernetes is tested for ("Considerations for large clusters": at most 150,000
 pods in total). Only integers are multiplied: no check allocates in proportion to a count.
 (The MPI hostfile, the one object whose size grows with the node count, is sized before it is
-built by the compiler itself, `compiler/plugins/mpi.py`.)
+built by the compiler itself, `compiler/plugins/mpi.py`.) Called by `reconcile` before
+anything is written; pure.
 """
 
 from __future__ import annotations

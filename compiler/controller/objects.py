@@ -5,6 +5,7 @@ looked up first; one that exists and is not controlled by this TrainJob refuses 
 write (`ownership.Refused`, naming every such object) before anything is written. What is the
 TrainJob's own is kept as upstream keeps it (a running JobSet, a PodGroup while the TrainJob
 runs, the immutable SSH Secret) or applied with preconditions (`ownership.write`).
+Called by `reconcile` with what the compiler gave; it never changes an object's content.
 """
 
 from __future__ import annotations

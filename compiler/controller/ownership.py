@@ -11,6 +11,9 @@ Writes carry preconditions so that nothing planted between the check and the wri
 overwritten: a new object is created (POST fails when the name is taken since), an existing one
 is applied with its uid (and, for a ConfigMap, its resourceVersion): the API server rejects
 the apply when the object was replaced (or edited) since it was checked.
+
+Used by `snapshot`, `sshsecret`, `objects` and `reconcile`; it decides nothing about what to
+build, only whether an object may be used or written.
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ The controller creates the Secret once (immutable) and records its uid in the Tr
 (condition `MPISSHSecret`), where a namespace tenant cannot write. A Secret of that name that
 is not controlled by the TrainJob, or that is but has another uid (deleted and made again by
 someone who copied the ownerReference, with their own key), is refused: its key is never put
-into the TrainJob's pods, and it is never overwritten.
+into the TrainJob's pods, and it is never overwritten. Called by `reconcile` before the
+compile (whether to make a key) and after the write (to record the uid).
 """
 
 from __future__ import annotations
