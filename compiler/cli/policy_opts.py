@@ -104,8 +104,10 @@ def skips(values: list[str]) -> list[str]:
     return [part.strip() for value in values for part in value.split(",") if part.strip()]
 
 
-def build(args: argparse.Namespace) -> PolicyChecker | None:
-    """The policy checker the options ask for, or None when no pack is in use."""
+def build(args: argparse.Namespace, settings: dict[str, Any] | None = None
+          ) -> PolicyChecker | None:
+    """The policy checker the options ask for, or None when no pack is in use; `settings`
+    (inline pack settings, as a KRM functionConfig carries them) stand for --policy-values."""
     from compiler import cuelib
     from compiler.policy import packs as packs_mod
     from compiler.policy.check import PolicyChecker
@@ -126,6 +128,7 @@ def build(args: argparse.Namespace) -> PolicyChecker | None:
         print(f"tjc: warning: the built-in policy packs are not applied: {exc}",
               file=sys.stderr)
         return None
-    settings = load_values(args.policy_values) if args.policy_values else {}
+    if settings is None:
+        settings = load_values(args.policy_values) if args.policy_values else {}
     loaded = load_packs(files, settings)
     return PolicyChecker(PolicySet(loaded, skips(args.skip), settings))
