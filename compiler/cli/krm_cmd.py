@@ -11,12 +11,13 @@ import argparse
 import sys
 from typing import Any
 
+import yaml
+
 from compiler import emit, krm
 from compiler.builtin import builtin_runtimes
 from compiler.cli import policy_opts
 from compiler.context import CompileOptions
-from compiler.diagnostics import Diagnostic
-from compiler.loader import Document, iter_source, read_source
+from compiler.loader import read_source
 from compiler.passthrough import PassOptions
 
 HELP = "run as a KRM function: ResourceList on stdin, transformed ResourceList on stdout"
@@ -70,11 +71,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _read_stdin() -> Any:
-    for doc in iter_source(read_source("-")):
-        if isinstance(doc, Diagnostic):
-            raise krm.ConfigError(doc.text())
-        if isinstance(doc, Document):
-            return doc.data
+    """The first document on stdin (YAML or JSON), read with the loader's size bound."""
+    try:
+        for doc in yaml.load_all(read_source("-").text, Loader=yaml.CSafeLoader):
+            if doc is not None:
+                return doc
+    except yaml.YAMLError as exc:
+        raise krm.ConfigError(f"stdin is not YAML: {exc}") from None
     raise krm.ConfigError("no ResourceList on stdin")
 
 
