@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 UPSTREAM ?= ../shared/upstream
 
-.PHONY: setup policies-test plugin-orders test e2e e2e-binaries lint typecheck unit golden bench schemas schemas-check gofacts render clean
+.PHONY: setup policies-test plugin-orders test e2e e2e-binaries gitops-tools lint typecheck unit golden bench schemas schemas-check gofacts render clean
 
 CUE_LIB := build/cue/libtjccue.so
 
@@ -32,12 +32,17 @@ typecheck: setup
 unit: setup
 	$(BIN)/python -m pytest
 
-test: lint typecheck schemas-check e2e-binaries unit policies-test
+test: lint typecheck schemas-check e2e-binaries gitops-tools unit policies-test
 
 # kube-apiserver and etcd for the controller's end-to-end tests, built from the Go modules
 # pinned in e2e/cluster/go.mod into ~/.cache/tjc-e2e (once; later runs find them there).
 e2e-binaries:
 	e2e/cluster/build.sh
+
+# kustomize and helm for the GitOps integration tests, built from the Go modules pinned in
+# e2e/tools/go.mod into ~/.cache/tjc-tools (once; later runs find them there).
+gitops-tools:
+	e2e/tools/build.sh
 
 # Only the end-to-end tests (set KUBECONFIG to run them against an existing cluster).
 e2e: setup e2e-binaries

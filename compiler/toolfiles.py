@@ -8,6 +8,7 @@ for a template, its `{{`), never by reading the disk. Pure.
 
 from __future__ import annotations
 
+import re
 from pathlib import PurePath
 
 from compiler.diagnostics import Diagnostic, Location, Severity
@@ -15,7 +16,8 @@ from compiler.loader import Source
 
 RULE = "TJC-INPUT-TOOL-FILE"
 KUSTOMIZE_FILES = frozenset({"kustomization.yaml", "kustomization.yml", "Kustomization"})
-HELM_FILES = frozenset({"Chart.yaml", "values.yaml", "values.schema.json", "requirements.yaml"})
+HELM_FILES = frozenset({"Chart.yaml", "values.schema.json", "requirements.yaml"})
+_TOP_LEVEL_KIND = re.compile(r"^kind:", re.MULTILINE)
 
 
 def tool_of(source: Source) -> str | None:
@@ -27,6 +29,8 @@ def tool_of(source: Source) -> str | None:
         return "kustomize"
     if path.name in HELM_FILES or ("templates" in path.parts[:-1] and "{{" in source.text):
         return "Helm"
+    if path.name == "values.yaml" and not _TOP_LEVEL_KIND.search(source.text):
+        return "Helm"  # a values.yaml that holds objects (any top-level kind:) is read
     return None
 
 

@@ -92,6 +92,9 @@ def test_passthrough_and_output_dir_do_not_mix(
     code, _, err = run(["render", "--passthrough", "--output-dir", str(tmp_path), "-"], capsys,
                        monkeypatch, stream(trainjob()))
     assert code == 2 and "--output-dir" in err
+    code, _, err = run(["render", "--keep-trainjobs", "-"], capsys, monkeypatch,
+                       stream(trainjob()))
+    assert code == 2 and "--keep-trainjobs needs --passthrough" in err
 
 
 # --- folders that kustomize or Helm build ------------------------------------------------
@@ -113,6 +116,16 @@ def test_a_folder_with_a_kustomization_renders(
     assert err.count("[TJC-INPUT-TOOL-FILE]") == 4
     assert f"{tmp_path / 'kustomization.yaml'}:1:1: notice: skipped kustomization.yaml: " \
         "a kustomize file" in err
+
+
+def test_a_values_yaml_that_holds_objects_is_read(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "values.yaml").write_text(stream(trainjob()))
+    code, out, err = run(["render", "--no-default-policies", str(tmp_path)], capsys,
+                         monkeypatch)
+    assert code == 0, err
+    assert [d["kind"] for d in yaml.safe_load_all(out)] == ["JobSet"]
 
 
 def test_a_file_without_kind_is_still_an_error(

@@ -31,12 +31,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="with --passthrough: keep each TrainJob, followed by its objects")
 
 
+def misused(args: argparse.Namespace) -> str | None:
+    """Why the transformer flags cannot be used as given, or None."""
+    if args.keep_trainjobs and not args.passthrough:
+        return "--keep-trainjobs needs --passthrough"
+    if args.passthrough and args.output_dir:
+        return "--passthrough prints a stream; it cannot be combined with --output-dir"
+    return None
+
+
 def run(args: argparse.Namespace, ssh_keys: SSHKeySource | None) -> int:
     """Transform the inputs and print them; exit 1 if any input had errors."""
-    if args.output_dir:
-        print("tjc render: error: --passthrough prints a stream; it cannot be combined with "
-              "--output-dir", file=sys.stderr)
-        return 2
     sources = read_sources(args.paths)
     checker = None if args.no_validate else policy_opts.build(args)
     opts = PassOptions(keep_trainjobs=args.keep_trainjobs, validate=not args.no_validate,

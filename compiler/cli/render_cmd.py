@@ -60,6 +60,10 @@ def register(verbs: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Load, render and print one TrainJob at a time; exit 1 if any input had errors."""
+    problem = passthrough_cmd.misused(args)
+    if problem:
+        print(f"tjc render: error: {problem}", file=sys.stderr)
+        return 2
     if args.passthrough:
         return passthrough_cmd.run(args, _ssh_keys(args.mpi_ssh_key))
     sources = read_sources(args.paths)
