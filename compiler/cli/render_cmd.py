@@ -25,10 +25,10 @@ examples:
   tjc render jobs/ --output-dir rendered/       one file per TrainJob: rendered/<ns>/<name>.yaml
   tjc render mpi-job.yaml --mpi-ssh-key generate  also emit the MPI SSH Secret (new keys)
   tjc render jobs/ --policy team-policies/       enforce your own CUE packs too
-  kubectl get trainjob mnist -o yaml | tjc render -
   kustomize build overlays/prod | tjc render --passthrough -   everything, TrainJobs rendered
   helm template my-app chart/ --post-renderer tjc --post-renderer-args render \
       --post-renderer-args --passthrough --post-renderer-args -
+  kubectl get trainjob mnist -o yaml | tjc render -
 """
 MANIFEST = ".tjc-render-manifest"
 
