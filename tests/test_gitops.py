@@ -4,6 +4,7 @@ kustomize/Helm files in a rendered folder, and the examples."""
 from __future__ import annotations
 
 import io
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -334,3 +335,34 @@ def test_the_custom_runtime_example_gangs_its_pods(
     pod = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
     assert pod["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] == "resnet50"
     assert pod["spec"]["nodeSelector"] == {"pool": "gpu-a100"}
+
+
+# --- the images -----------------------------------------------------------------------------
+
+def stages() -> dict[str, list[str]]:
+    """The Dockerfile's stages by name (the last, unnamed one as ''), their lines."""
+    found: dict[str, list[str]] = {}
+    current: list[str] = []
+    for line in (ROOT / "Dockerfile").read_text().splitlines():
+        if line.startswith("FROM "):
+            parts = line.split()
+            current = found.setdefault(parts[3] if len(parts) > 3 else "", [line])
+        elif line and not line.startswith("#"):
+            current.append(line)
+    return found
+
+
+def test_the_image_targets_run_the_function_and_the_plugin() -> None:
+    found = stages()
+    assert found["krm"] == ["FROM tjc AS krm", 'CMD ["krm"]']  # kustomize/kpt pass no args
+    cmp = found["argocd-cmp"]
+    assert "COPY --from=kustomize /out/kustomize /usr/local/bin/kustomize" in cmp
+    assert "USER 999:999" in cmp  # Argo CD runs plugin sidecars as its own uid
+    assert found[""] == ["FROM tjc"]  # the default image stays the controller's
+    pin = re.search(r"sigs\.k8s\.io/kustomize/kustomize/v5 (v\S+)",
+                    (ROOT / "e2e" / "tools" / "go.mod").read_text())
+    assert pin is not None
+    assert any(f"kustomize/v5@{pin.group(1)}" in line for line in found["kustomize"])
+    patch = yaml.safe_load((ROOT / "deploy" / "argocd" / "repo-server-patch.yaml").read_text())
+    image = patch["spec"]["template"]["spec"]["containers"][0]["image"]
+    assert f"--target argocd-cmp -t {image} ." in (ROOT / "Dockerfile").read_text()
