@@ -228,3 +228,36 @@ def test_argocd_component_adds_the_sidecar_and_the_plugin_config(tools: Path,
     assert {"/var/run/argocd", "/home/argocd/cmp-server/plugins", "/tmp"} <= set(mounts)
     volumes = {v["name"] for v in pod["volumes"]}
     assert {m["name"] for m in sidecar["volumeMounts"]} <= volumes
+
+
+# --- tjc diff over kustomize overlays ---------------------------------------------------------
+
+def git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t",
+                    *args], check=True, capture_output=True)
+
+
+def test_diff_of_an_overlay_in_two_revisions(tools: Path, tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    shutil.copytree(EXAMPLES / "gitops", repo)
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "one")
+    prod = repo / "overlays" / "prod" / "kustomization.yaml"
+    prod.write_text(prod.read_text().replace("value: 4", "value: 6"))
+    git(repo, "commit", "-qam", "two")
+    prod.write_text("broken: [\n")  # the work tree is not what is compared
+    # from a subfolder: PATH is relative to it, as git's own paths are
+    done = sh(["tjc", "diff", "--git", "--kustomize", "HEAD~1", "HEAD", "prod"],
+              env_with(tools), cwd=repo / "overlays")
+    assert done.returncode == 1, done.stderr
+    assert done.stdout.startswith("# changed TrainJob ml-team/mnist\n--- HEAD~1/ml-team/mnist\n")
+    assert "-        parallelism: 4\n" in done.stdout
+    assert "+        parallelism: 6\n" in done.stdout
+    same = sh(["tjc", "diff", "--kustomize", str(EXAMPLES / "gitops" / "overlays" / "prod"),
+               str(EXAMPLES / "gitops" / "rendered" / ".." / "overlays" / "prod")],
+              env_with(tools))
+    assert (same.returncode, same.stdout) == (0, "")
+    broken = sh(["tjc", "diff", "--kustomize", str(repo / "overlays" / "prod"),
+                 str(EXAMPLES / "gitops" / "overlays" / "prod")], env_with(tools))
+    assert broken.returncode == 2 and broken.stderr.startswith("tjc diff: kustomize build:")

@@ -1,4 +1,5 @@
-"""`tjc diff OLD NEW`: render two trees (folders, or two git revisions) and diff per TrainJob.
+"""`tjc diff OLD NEW`: render two trees (folders, or two git revisions, either optionally built
+by kustomize; see `compiler.cli.diff_sources`) and diff per TrainJob.
 
 Exit codes: 0 the rendered objects are the same, 1 they differ, 2 an error (an input that
 cannot be read, a TrainJob or runtime with errors, a git revision that does not exist).
@@ -7,16 +8,15 @@ cannot be read, a TrainJob or runtime with errors, a git revision that does not 
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
-from pathlib import PurePosixPath
 from typing import Any
 
 from compiler import diffing
 from compiler.builtin import builtin_runtimes
+from compiler.cli import diff_sources
 from compiler.diagnostics import Diagnostic, Severity, has_errors
 from compiler.errors import InputError
-from compiler.loader import SUFFIXES, Source, read_sources
+from compiler.loader import Source
 from compiler.render import render_stream
 
 HELP = "render two versions of the inputs and show, per TrainJob, how its objects differ"
@@ -27,6 +27,7 @@ examples:
   tjc diff old/ new/                            two folders
   tjc diff --git main HEAD                      two revisions of the repository (this folder)
   tjc diff --git origin/main HEAD jobs/ -f markdown > comment.md   for a pull request
+  tjc diff --git --kustomize main HEAD overlays/prod   an overlay, built by kustomize
 """
 
 
@@ -40,6 +41,9 @@ def register(verbs: Any) -> None:
                         help="with --git: the paths to render in both revisions (default: .)")
     parser.add_argument("--git", action="store_true",
                         help="OLD and NEW are git revisions of the repository of this folder")
+    parser.add_argument("--kustomize", action="store_true",
+                        help="render `kustomize build` of each side (OLD/NEW, or with --git "
+                        "each PATH) instead of the YAML files (kustomize from PATH)")
     parser.add_argument("-f", "--format", choices=("text", "markdown"), default="text",
                         help="unified diffs (text) or a pull-request comment (markdown)")
     parser.add_argument("-U", "--context", type=int, default=3, metavar="N",
@@ -79,28 +83,4 @@ def _report(diagnostics: list[Diagnostic]) -> None:
 
 
 def _sources(args: argparse.Namespace, side: str) -> list[Source]:
-    return git_sources(side, args.paths or ["."]) if args.git else read_sources([side])
-
-
-def _git(*argv: str, what: str = "") -> str:
-    try:
-        done = subprocess.run(["git", *argv], capture_output=True, text=True, check=False)
-    except OSError as exc:
-        raise InputError(Diagnostic(Severity.ERROR, "TJC-DIFF-GIT",
-                                    f"cannot run git: {exc.strerror}")) from None
-    if done.returncode != 0:
-        problem = done.stderr.strip().splitlines()
-        raise InputError(Diagnostic(Severity.ERROR, "TJC-DIFF-GIT", what or (
-            f"git {' '.join(argv)}: {problem[-1] if problem else 'failed'}")))
-    return done.stdout
-
-
-def git_sources(rev: str, paths: list[str]) -> list[Source]:
-    """The YAML/JSON files below `paths` as they are in revision `rev`, named `rev:path`."""
-    _git("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}",
-         what=f"{rev} is not a revision of the git repository of this folder")
-    listing = _git("ls-tree", "-r", "-z", "--name-only", "--full-name", rev, "--", *paths)
-    names = sorted(n for n in listing.split("\0") if n and PurePosixPath(n).suffix in SUFFIXES
-                   and not any(p.startswith(".") for p in PurePosixPath(n).parts))
-    return [Source(f"{rev}:{name}", _git("cat-file", "blob", f"{rev}:{name}"))
-            for name in names]
+    return diff_sources.sources(side, args.paths, git=args.git, kustomize=args.kustomize)
