@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Any
 from compiler import toolfiles
 from compiler.context import CompileOptions
 from compiler.diagnostics import Diagnostic, Severity
-from compiler.inputs import kind_of, runtime_table
+from compiler.inputs import RuntimeEntry, kind_of, runtime_table
 from compiler.loader import Document, Source, iter_source
 from compiler.render import JobResult, render_one
+from compiler.resolve import RuntimeKey
 from compiler.validation import Validator
 
 if TYPE_CHECKING:
@@ -84,7 +85,7 @@ def _other(doc: Document, why: Diagnostic) -> Item:
     return Item(None, [why], doc)
 
 
-def _trainjob(doc: Document, table: Any, validator: Validator | None,
+def _trainjob(doc: Document, table: dict[RuntimeKey, RuntimeEntry], validator: Validator | None,
               opts: PassOptions) -> Iterator[Item]:
     result = render_one(doc, table, validator, opts.compile)
     if opts.policies is not None:

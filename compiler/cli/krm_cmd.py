@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -19,6 +19,9 @@ from compiler.cli import policy_opts
 from compiler.context import CompileOptions
 from compiler.loader import read_source
 from compiler.passthrough import PassOptions
+
+if TYPE_CHECKING:
+    from compiler.policy.check import PolicyChecker
 
 HELP = "run as a KRM function: ResourceList on stdin, transformed ResourceList on stdout"
 EPILOG = """\
@@ -81,7 +84,7 @@ def _read_stdin() -> Any:
     raise krm.ConfigError("no ResourceList on stdin")
 
 
-def _policies(cfg: krm.FunctionConfig) -> Any:
+def _policies(cfg: krm.FunctionConfig) -> PolicyChecker | None:
     if not cfg.validate:
         return None
     ns = argparse.Namespace(policy=cfg.policies, no_default_policies=not cfg.default_policies,
