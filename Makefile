@@ -39,8 +39,8 @@ test: lint typecheck schemas-check e2e-binaries gitops-tools unit policies-test
 e2e-binaries:
 	e2e/cluster/build.sh
 
-# kustomize and helm for the GitOps integration tests, built from the Go modules pinned in
-# e2e/tools/go.mod into ~/.cache/tjc-tools (once; later runs find them there).
+# kustomize, helm and Argo CD's cmp-server for the GitOps integration tests, built from the Go
+# modules pinned in e2e/tools/go.mod and e2e/argocd/go.mod into ~/.cache/tjc-tools (once).
 gitops-tools:
 	e2e/tools/build.sh
 

@@ -12,6 +12,9 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -261,3 +264,79 @@ def test_diff_of_an_overlay_in_two_revisions(tools: Path, tmp_path: Path) -> Non
     broken = sh(["tjc", "diff", "--kustomize", str(repo / "overlays" / "prod"),
                  str(EXAMPLES / "gitops" / "overlays" / "prod")], env_with(tools))
     assert broken.returncode == 2 and broken.stderr.startswith("tjc diff: kustomize build:")
+
+
+# --- Argo CD's own cmp-server, driven as its repo-server drives it ---------------------------
+
+@pytest.fixture()
+def cmp_server(tools: Path) -> Iterator[Path]:
+    """Argo CD v3.2.0's argocd-cmp-server with deploy/argocd/plugin.yaml; yields the socket
+    folder (a short path: unix socket paths are limited to about 100 bytes)."""
+    work = Path(tempfile.mkdtemp(prefix="tjc-cmp-", dir="/tmp"))
+    (work / "config").mkdir()
+    (work / "plugins").mkdir()
+    shutil.copy(ARGOCD / "plugin.yaml", work / "config" / "plugin.yaml")
+    env = env_with(tools, ARGOCD_PLUGINSOCKFILEPATH=str(work / "plugins"),
+                   ARGOCD_CMP_WORKDIR=str(work))
+    log = (work / "server.log").open("wb")
+    server = subprocess.Popen([str(tools / "argocd-cmp-harness"), "cmp-server",
+                               "--config-dir-path", str(work / "config"), "--loglevel", "warn"],
+                              env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while not (work / "plugins" / "tjc-v1.sock").exists():
+            assert server.poll() is None, (work / "server.log").read_text()
+            assert time.monotonic() < deadline, "cmp-server did not start"
+            time.sleep(0.1)
+        yield work / "plugins"
+    finally:
+        server.terminate()  # it stops serving at once; its graceful exit can take a while
+        try:
+            server.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(timeout=30)
+        log.close()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def repo_generate(tools: Path, sockets: Path, repo: Path, app: str, *flags: str
+                  ) -> subprocess.CompletedProcess[str]:
+    return sh([str(tools / "argocd-cmp-harness"), "generate", str(repo), app,
+               "-app", "mnist-prod", "-namespace", "ml-team", *flags],
+              env_with(tools, ARGOCD_PLUGINSOCKFILEPATH=str(sockets)))
+
+
+def test_argocd_cmp_server_discovers_and_generates(tools: Path, cmp_server: Path,
+                                                   tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    shutil.copytree(EXAMPLES / "gitops", repo / "gitops")
+    shutil.copytree(EXAMPLES / "custom-runtime", repo / "team-vision")
+    done = repo_generate(tools, cmp_server, repo, "gitops/overlays/prod")  # by discovery
+    assert done.returncode == 0, done.stderr
+    out = docs(done.stdout)
+    assert [(d["kind"], d["metadata"]["name"]) for d in out] == [
+        ("Namespace", "ml-team"), ("ConfigMap", "train-config"), ("JobSet", "mnist")]
+    assert parallelism(out[2]) == 4
+    done = repo_generate(tools, cmp_server, repo, "team-vision", "-plugin", "tjc-v1",
+                         "-env", "TJC_ARGS=--keep-trainjobs --skip images")
+    assert done.returncode == 0, done.stderr
+    assert [d["kind"] for d in docs(done.stdout)] == ["TrainJob", "PodGroup", "JobSet",
+                                                      "TrainingRuntime"]
+
+
+def test_argocd_cmp_server_reports_tjc_errors(tools: Path, cmp_server: Path,
+                                              tmp_path: Path) -> None:
+    app = tmp_path / "repo" / "jobs"
+    shutil.copytree(EXAMPLES / "custom-runtime", app)
+    (app / "resnet.yaml").write_text((app / "resnet.yaml").read_text().replace(
+        "numNodes: 4", "numNodes: four"))
+    done = repo_generate(tools, cmp_server, tmp_path / "repo", "jobs")
+    assert done.returncode == 1 and done.stdout == ""
+    assert "CMP processing failed for application \"mnist-prod\"" in done.stderr
+    assert "resnet.yaml:15:15: error: TrainJob team-vision/resnet50: spec.trainer.numNodes: " \
+        "expected an integer, got string [TJC-SCHEMA-TYPE]" in done.stderr
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "notes.yaml").write_text("a: 1\n")
+    done = repo_generate(tools, cmp_server, tmp_path, "empty")
+    assert done.returncode == 1 and "could not find plugin supporting" in done.stderr
