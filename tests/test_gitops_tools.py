@@ -272,7 +272,7 @@ def test_diff_of_an_overlay_in_two_revisions(tools: Path, tmp_path: Path) -> Non
 def cmp_server(tools: Path) -> Iterator[Path]:
     """Argo CD v3.2.0's argocd-cmp-server with deploy/argocd/plugin.yaml; yields the socket
     folder (a short path: unix socket paths are limited to about 100 bytes)."""
-    work = Path(tempfile.mkdtemp(prefix="tjc-cmp-", dir="/tmp"))
+    work = Path(tempfile.mkdtemp(prefix="tjc-cmp-"))
     (work / "config").mkdir()
     (work / "plugins").mkdir()
     shutil.copy(ARGOCD / "plugin.yaml", work / "config" / "plugin.yaml")
