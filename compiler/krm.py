@@ -168,11 +168,10 @@ def run(items: list[Obj], opts: PassOptions, builtin: Sequence[Document] = ()) -
 
 
 def _original(obj: Obj, doc: Document | None, origins: dict[str, Obj]) -> Obj:
-    """An item passed through is given back exactly as it came (annotations included)."""
+    """An item passed through (a kept TrainJob too) is given back exactly as it came, the
+    orchestrator's annotations included; the objects made for a TrainJob are new."""
     if doc is not None and obj is doc.data:
-        original = origins.get(doc.source.name)
-        if original is not None and original.get("kind") != "TrainJob":
-            return original
+        return origins.get(doc.source.name, obj)
     return obj
 
 

@@ -18,7 +18,7 @@ from compiler.context import CompileOptions
 from compiler.diagnostics import Diagnostic, Severity
 from compiler.inputs import RuntimeEntry, kind_of, runtime_table
 from compiler.loader import Document, Source, iter_source
-from compiler.render import JobResult, render_one
+from compiler.render import render_one
 from compiler.resolve import RuntimeKey
 from compiler.validation import Validator
 
@@ -35,7 +35,6 @@ class Item:
     obj: dict[str, Any] | None
     diagnostics: list[Diagnostic] = field(default_factory=list)
     source: Document | None = None
-    job: JobResult | None = None
 
 
 @dataclass
@@ -91,11 +90,11 @@ def _trainjob(doc: Document, table: dict[RuntimeKey, RuntimeEntry], validator: V
     if opts.policies is not None:
         result.diagnostics = opts.policies.once(result.diagnostics)
     if opts.keep_trainjobs:
-        yield Item(doc.data, [], doc, result)
+        yield Item(doc.data, [], doc)
     if not result.objects:
-        yield Item(None, result.diagnostics, doc, result)
+        yield Item(None, result.diagnostics, doc)
         return
     first, *rest = result.objects
-    yield Item(first, result.diagnostics, doc, result)
+    yield Item(first, result.diagnostics, doc)
     for obj in rest:
-        yield Item(obj, [], doc, result)
+        yield Item(obj, [], doc)

@@ -214,9 +214,13 @@ def test_krm_refuses_what_it_cannot_use(stdin: str, message: str,
 def test_krm_keep_trainjobs_from_the_function_config(
         capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     config = {"kind": "X", "spec": {"keepTrainJobs": True, "defaultPolicies": False}}
-    code, out, err = run(["krm"], capsys, monkeypatch, resource_list([trainjob()], config))
+    tj = annotated(trainjob(), "job.yaml", 0)
+    code, out, err = run(["krm"], capsys, monkeypatch, resource_list([tj], config))
     assert code == 0, err
-    assert [i["kind"] for i in yaml.safe_load(out)["items"]] == ["TrainJob", "JobSet"]
+    items = yaml.safe_load(out)["items"]
+    assert [i["kind"] for i in items] == ["TrainJob", "JobSet"]
+    assert items[0] == tj  # as it came, with the orchestrator's annotations
+    assert "annotations" not in items[1]["metadata"]
 
 
 # --- tjc diff -----------------------------------------------------------------------------
