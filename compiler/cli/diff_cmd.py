@@ -55,6 +55,9 @@ def register(verbs: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Render both sides, print the differences; 0 same, 1 different, 2 error."""
+    if args.context < 0:
+        print("tjc diff: error: --context must be 0 or more", file=sys.stderr)
+        return 2
     if args.paths and not args.git:
         print("tjc diff: error: extra paths need --git (without it, OLD and NEW are the "
               "two paths)", file=sys.stderr)
