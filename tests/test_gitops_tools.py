@@ -340,3 +340,19 @@ def test_argocd_cmp_server_reports_tjc_errors(tools: Path, cmp_server: Path,
     (tmp_path / "empty" / "notes.yaml").write_text("a: 1\n")
     done = repo_generate(tools, cmp_server, tmp_path, "empty")
     assert done.returncode == 1 and "could not find plugin supporting" in done.stderr
+
+
+def test_the_krm_wrapper_takes_kpt_style_config(tools: Path) -> None:
+    """kpt's `-- key=value` pairs arrive as a ConfigMap's data, strings all."""
+    resource_list = yaml.safe_dump({
+        "apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList",
+        "functionConfig": {"apiVersion": "v1", "kind": "ConfigMap",
+                           "metadata": {"name": "function-input"},
+                           "data": {"keepTrainJobs": "true",
+                                    "skip": "images,security.run-as-non-root"}},
+        "items": docs((EXAMPLES / "torch-mnist.yaml").read_text())})
+    done = sh([str(ROOT / "deploy" / "krm" / "tjc-krm")], env_with(tools), stdin=resource_list)
+    assert done.returncode == 0, done.stderr
+    result = yaml.safe_load(done.stdout)
+    assert [i["kind"] for i in result["items"]] == ["TrainJob", "JobSet"]
+    assert result["results"] == []
