@@ -68,6 +68,8 @@ def git_kustomize_sources(rev: str, paths: Sequence[str]) -> list[Source]:
     archive = _run(["git", "-C", top, "archive", "--format=tar", rev])  # the whole tree
     with tempfile.TemporaryDirectory(prefix="tjc-diff-") as tmp:
         with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+            if not hasattr(tarfile, "data_filter"):  # Python before 3.11.4
+                raise _problem("tjc diff --git --kustomize needs Python 3.11.4 or later")
             tar.extractall(tmp, filter="data")
         return [_built(Path(tmp, prefix, path), f"{rev}:{prefix}{path}") for path in paths]
 
