@@ -59,7 +59,8 @@ def documents(path: Path) -> tuple[dict[str, Any], ...]:
 
 
 def manifests() -> list[Path]:
-    return sorted(p for p in DEPLOY.rglob("*.yaml") if p.name != "kustomization.yaml")
+    return sorted(p for p in DEPLOY.rglob("*.yaml") if p.name != "kustomization.yaml"
+                  and "argocd" not in p.parts)  # deploy/argocd: an Argo CD component
 
 
 def kustomization() -> dict[str, Any]:
