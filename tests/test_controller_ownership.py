@@ -27,6 +27,7 @@ from compiler.controller.kube import (
     JOBSET,
     SECRET,
     TRAINJOB,
+    ApiError,
     Resource,
 )
 from compiler.controller.reconcile import INVALID_REASON, ReconcileError, Reconciler, reason_of
@@ -288,6 +289,30 @@ def test_an_ssh_secret_replaced_with_the_trainjobs_owner_reference_is_refused() 
     assert f"recorded uid {made['metadata']['uid']}" in refused["message"]
     assert events.events[-1][0] == sshsecret.REPLACED
     assert len(kube.applied) == applied and kube.get(SECRET, "ns", "j-mpi-ssh-auth") is planted
+
+
+def test_the_ssh_secret_is_recorded_when_a_later_write_fails() -> None:
+    """The Secret is made before the JobSet: when the JobSet's write fails, the uid of the
+    Secret just made is still recorded, so the next reconcile uses it instead of refusing it
+    as replaced."""
+    kube, reconciler, _ = _setup("deepspeed-distributed")
+    real_create = kube.create
+
+    def failing_jobset(res: Any, namespace: str | None, obj: Obj) -> Obj:
+        if obj.get("kind") == "JobSet":
+            raise ApiError(500, "InternalError", "etcd timed out")
+        return real_create(res, namespace, obj)
+
+    kube.create = failing_jobset  # type: ignore[method-assign]
+    with pytest.raises(ReconcileError):
+        reconciler.reconcile(("ns", "j"))
+    made = kube.get(SECRET, "ns", "j-mpi-ssh-auth")
+    assert made is not None and not _jobsets(kube)
+    assert sshsecret.recorded(kube.get(TRAINJOB, "ns", "j") or {}) == made["metadata"]["uid"]
+    kube.create = real_create  # type: ignore[method-assign]
+    reconciler.reconcile(("ns", "j"))
+    assert st.condition(_status(kube), ownership.CONDITION) is None
+    assert _jobsets(kube)
 
 
 def test_a_stale_trainjob_copy_does_not_refuse_the_secret_just_made() -> None:

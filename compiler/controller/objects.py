@@ -48,12 +48,14 @@ def owned_jobset(jobsets: Store, trainjob: Obj) -> Obj | None:
         else None
 
 
-def write_all(kube: Kube, jobsets: Store, trainjob: Obj,
-              objects: list[Obj]) -> dict[str, Obj]:
-    """Write the compiled objects (none when one is foreign); those written, by kind."""
+def write_all(kube: Kube, jobsets: Store, trainjob: Obj, objects: list[Obj],
+              written: dict[str, Obj] | None = None) -> dict[str, Obj]:
+    """Write the compiled objects (none when one is foreign); those written, by kind, also
+    into `written` as they are written (so a caller still knows what was made when a later
+    write fails)."""
     seen = [(obj, current(kube, jobsets, obj)) for obj in objects]
     _refuse_foreign([found for _, found in seen], trainjob)
-    written: dict[str, Obj] = {}
+    written = {} if written is None else written
     for obj, found in seen:
         try:
             out = _write(kube, trainjob, obj, found)

@@ -126,9 +126,12 @@ class Reconciler:
             st.set_condition(status, {"type": "Failed", "status": "True",
                                       "reason": limits.REASON, "message": too_large}, now)
             return None
-        written = objects.write_all(self.kube, self.jobsets, trainjob, list(result.objects))
-        if "Secret" in written:
-            sshsecret.record(status, written["Secret"], now)
+        written: dict[str, Obj] = {}
+        try:
+            objects.write_all(self.kube, self.jobsets, trainjob, list(result.objects), written)
+        finally:  # a Secret made before a later write failed is still recorded as ours
+            if "Secret" in written:
+                sshsecret.record(status, written["Secret"], now)
         return written.get("JobSet")
 
     def _refuse(self, trainjob: Obj, before: Obj, status: Obj, refusal: ownership.Refused,
