@@ -27,7 +27,8 @@ class Oracle:
     def __init__(self, binary: str) -> None:
         crds = str(Path(binary).parent / "crds")
         self._proc = subprocess.Popen([binary, "-crds", crds], stdin=subprocess.PIPE,
-                                      stdout=subprocess.PIPE, text=True, encoding="utf-8")
+                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                      encoding="utf-8")
 
     def ask(self, request: Obj) -> Obj:
         """One request, one answer."""

@@ -67,6 +67,12 @@ def difference(oracle: Oracle, runtimes: list[Obj], trainjob: Obj) -> tuple[str,
         return ("runtime accept/reject",
                 f"upstream: {answer['runtimes']}; tjc: {texts or 'accepted'}")
     tj_errors = answer["trainjob"].get("errors")
+    if not tj_errors and answer.get("error"):
+        # Admitted, but NewObjects fails (or panics): nothing is created, tjc must say why.
+        if objects or not texts:
+            return ("build error", f"upstream: {answer['error'][:300]}; tjc: "
+                    f"{texts or 'no error'}, {len(objects)} objects")
+        return None
     if bool(tj_errors) != rejected:
         return ("trainjob accept/reject", f"upstream: {tj_errors or 'accepted'}; "
                 f"tjc: {texts or 'accepted'}")
@@ -75,11 +81,6 @@ def difference(oracle: Oracle, runtimes: list[Obj], trainjob: Obj) -> tuple[str,
     if answer.get("managedBy"):
         if objects:
             return ("managedBy", f"upstream creates nothing (managed by {answer['managedBy']})")
-        return None
-    if answer.get("error"):
-        if objects or not texts:
-            return ("build error", f"upstream: {answer['error']}; tjc: {texts or 'no error'}, "
-                    f"{len(objects)} objects")
         return None
     if texts:
         return ("build error", f"upstream builds {len(answer['outputs'][0])} objects; tjc: "
