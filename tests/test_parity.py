@@ -70,18 +70,26 @@ QUANTITY_TEXT = st.one_of(
     st.sampled_from(["0", "1e9", "129e6", "0.1", "1000m", "1.5Gi", "100Mi", ".5", "5.", "1E3"]))
 
 
+# Numbers as the API server hands them on (manifests may hold `memory: 1e9`, which kubectl
+# sends as 1000000000): int64 literals and decimal fractions, written as Go writes them.
+QUANTITY_NUMBER = st.one_of(
+    st.integers(-2**63, 2**63 - 1).map(str),
+    st.from_regex(r"-?[1-9][0-9]{0,5}\.[0-9]{0,5}[1-9]|-?0\.[0-9]{0,5}[1-9]", fullmatch=True))
+
+
 def test_quantities_match_apimachinery(oracle: Oracle) -> None:
     found: list[str] = []
 
     @budget
-    @given(QUANTITY_TEXT)
-    def check(text: str) -> None:
-        answer = oracle.ask({"op": "quantity", "text": json.dumps(text)})
+    @given(st.one_of(QUANTITY_TEXT.map(json.dumps), QUANTITY_NUMBER))
+    def check(token: str) -> None:
+        answer = oracle.ask({"op": "quantity", "text": token})
+        text = json.loads(token)
         try:
             mine: str | None = quantity.canonical(text)
         except ValueError:
             mine = None
-        theirs = json.loads(answer["json"]) if "json" in answer else None
+        theirs = answer.get("json")
         if mine != theirs:
             found.append(f"{text!r}: apimachinery {theirs!r}, tjc {mine!r}")
 
@@ -125,3 +133,41 @@ def test_strategic_merge_patch_matches_apimachinery(oracle: Oracle) -> None:
 
     check()
     assert not found, f"{len(found)} patches differ, e.g. {found[:3]}"
+
+
+SCALAR = st.one_of(
+    st.text("0123456789+-._eExXoObBaf:", min_size=1, max_size=8).filter(
+        lambda s: not s.startswith(("-", ":")) or s[1:2] not in ("", " ")),
+    st.from_regex(r"[+-]?[0-9_]{1,6}(\.[0-9_]{0,3})?([eE][+-]?[0-9]{1,3})?", fullmatch=True),
+    st.from_regex(r"[+-]?0[xob][0-9a-fA-F_]{0,8}", fullmatch=True),
+    st.sampled_from(["y", "Y", "yes", "No", "on", "OFF", "true", "False", "~", "null", "NULL",
+                     ".inf", "-.Inf", ".nan", ".5", "1.", "1e9", "129e6", "1_000", "0755", "08",
+                     "2001-12-14", "2001-12-14T21:59:43.10-05:00", "9223372036854775808",
+                     "18446744073709551616", "1e400", "123456789012345678901", "-0", "1:20",
+                     "0b101", "-0b101", "+.5e-3", "0x_1F", "infinity"]))
+
+
+def _api_json(text: str) -> Any:
+    """The API server's decoding of kubectl's JSON: integers beyond int64 become floats."""
+    return json.loads(text, parse_int=lambda s: int(s) if -2**63 <= int(s) < 2**63
+                      else float(s))
+
+
+def test_plain_scalars_match_kubectl(oracle: Oracle) -> None:
+    from compiler.loader import Source, parse_source
+    found: list[str] = []
+
+    @budget
+    @given(SCALAR, st.booleans())
+    def check(scalar: str, as_key: bool) -> None:
+        text = f"{scalar}: x\n" if as_key else f"a: {scalar}\n"
+        answer = oracle.ask({"op": "yaml", "text": text})
+        docs, problems = parse_source(Source("s.yaml", text))
+        theirs = json.dumps(_api_json(json.dumps(answer["json"]))) if "json" in answer \
+            else "error"
+        mine = json.dumps(docs[0].data) if docs and not problems else "error"
+        if theirs != mine:
+            found.append(f"{text.strip()!r}: kubectl {theirs}, tjc {mine}")
+
+    check()
+    assert not found, f"{len(found)} scalars differ: {found[:8]}"
