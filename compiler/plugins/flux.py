@@ -113,11 +113,12 @@ def enforce(ctx: Context) -> PluginResult:
         {"name": "shared-memory", "emptyDir": {"medium": "Memory"}},
         {"name": "flux-curve", "secret": {"secretName": curve, "defaultMode": 0o400}},
     )
-    installer = {"name": INSTALLER, "image": settings["FLUX_VIEW_IMAGE"],
-                 "command": ["/bin/bash", "/etc/flux-config/init.sh"],
-                 "volumeMounts": [{"name": "flux-install", "mountPath": "/mnt/flux"},
-                                  {"name": config, "mountPath": "/etc/flux-config",
-                                   "readOnly": True}]}
+    installer: Obj = {"name": INSTALLER, "command": ["/bin/bash", "/etc/flux-config/init.sh"],
+                      "volumeMounts": [{"name": "flux-install", "mountPath": "/mnt/flux"},
+                                       {"name": config, "mountPath": "/etc/flux-config",
+                                        "readOnly": True}]}
+    if settings["FLUX_VIEW_IMAGE"]:  # the builder writes an image only when it is not empty
+        installer["image"] = settings["FLUX_VIEW_IMAGE"]
     mounts = (
         {"name": "flux-install", "mountPath": "/mnt/flux"},
         {"name": "spack-install", "mountPath": "/opt/software"},
