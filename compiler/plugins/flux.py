@@ -62,6 +62,8 @@ def _missing(ctx: Context, build: bool) -> PluginResult | None:
     """Upstream dereferences spec.trainer (enforce) and spec.trainer.numNodes (build)."""
     trainer = ctx.trainer
     if trainer is None:
+        if build:  # enforce reported it already
+            return PluginResult()
         return PluginResult(diagnostics=(error(
             "TJC-FLUX-NO-TRAINER", "a Flux TrainJob needs spec.trainer: upstream's Flux plugin "
             "panics without it and creates nothing", ("spec",)),))
