@@ -120,6 +120,8 @@ def runtime(draw: st.DrawFn, namespace: str) -> Obj:
     spec: Obj = {"template": {"spec": {"replicatedJobs": jobs}}}
     if draw(st.booleans()):
         spec["template"]["metadata"] = {"labels": {"team": draw(names)}}
+        if draw(st.booleans()):
+            spec["template"]["metadata"]["annotations"] = {"owner": draw(names)}
     if policy is not None:
         spec["mlPolicy"] = policy
     group = draw(st.sampled_from([None, "coscheduling", "volcano"]))
@@ -175,6 +177,8 @@ def trainjob(draw: st.DrawFn, rt: Obj, namespace: str) -> Obj:
         trainer["command"] = ["torchrun", draw(names)]
     if draw(st.booleans()):
         trainer["args"] = [draw(names)]
+    if draw(st.sampled_from(RARELY)):
+        trainer["image"] = "trainer:2"
     wants_trainer: bool = bool(trainer) or draw(st.booleans())
     if wants_trainer:
         spec["trainer"] = trainer
@@ -183,13 +187,16 @@ def trainjob(draw: st.DrawFn, rt: Obj, namespace: str) -> Obj:
                                                p["manager"]))
     if draw(st.integers(0, 3)) == 0:
         spec["initializer"] = draw(st.fixed_dictionaries({}, optional={
-            "dataset": st.just({"storageUri": "hf://d"}),
+            "dataset": st.sampled_from([{"storageUri": "hf://d"},
+                                        {"storageUri": "s3://b", "secretRef": {"name": "s"}}]),
             "model": st.just({"storageUri": "hf://m", "env": [{"name": "X", "value": "1"}]})}))
     manager = draw(st.sampled_from(MANAGERS))
     if manager is not None:
         spec["managedBy"] = manager
     if draw(st.booleans()):
         spec["suspend"] = draw(st.booleans())
+    if draw(st.sampled_from(RARELY)):
+        spec["activeDeadlineSeconds"] = 600
     meta: Obj = {"name": draw(names), "namespace": namespace,
                  "uid": "7c6f9f0e-1b7e-4a39-9a5b-" + draw(st.from_regex(r"[0-9a-f]{12}",
                                                                      fullmatch=True))}
