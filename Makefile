@@ -7,8 +7,15 @@ UPSTREAM ?= ../shared/upstream
 .PHONY: setup wheel train-env policies-test plugin-orders test e2e e2e-binaries gitops-tools lint typecheck unit golden bench schemas schemas-check gofacts render clean oracle parity
 
 CUE_LIB := build/cue/libtjccue.so
+FLUX_TEMPLATES := build/flux/.installed
 
-setup: $(VENV)/.installed $(CUE_LIB)
+setup: $(VENV)/.installed $(CUE_LIB) $(FLUX_TEMPLATES)
+
+# Upstream's Flux script templates, from the pinned Kubeflow Trainer Go module (not kept in
+# this repository; the package build puts them inside the package).
+$(FLUX_TEMPLATES): schemas/fluxtemplates.py
+	$(PYTHON) schemas/fluxtemplates.py build/flux
+	touch $@
 
 # The CUE evaluator (cuelang.org/go, pinned in cuebridge/go.mod) as a shared library for the
 # policy engine; Go's module and build caches make a rebuild cheap.

@@ -12,6 +12,7 @@ skips this step: the checkout's build/cue/libtjccue.so is used there.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -55,6 +56,18 @@ class BuildWithCue(build_py):
                         "-ldflags=-s -w",
                         "-o", str(target), "."], cwd=BRIDGE, check=True)
         target.with_suffix(".h").unlink(missing_ok=True)
+        _flux_templates(go, target.parent / "flux")
+
+
+def _flux_templates(go: str, dest: Path) -> None:
+    """Upstream's Flux script templates, from the pinned Go module, into the package."""
+    spec = importlib.util.spec_from_file_location("fluxtemplates",
+                                                  ROOT / "schemas" / "fluxtemplates.py")
+    if spec is None or spec.loader is None:
+        raise SystemExit("error: schemas/fluxtemplates.py is missing")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.install(go, dest)
 
 
 class PlatformWheel(bdist_wheel):
