@@ -3,7 +3,8 @@
 # kube-controller-manager and kube-scheduler (pinned in go.mod beside this script, at the
 # Kubernetes version of ../cluster/go.mod, so they share the API server's build cache), the JobSet
 # controller, kwok, and Kubeflow Trainer's controller manager (each from its own module at
-# the version below, built with that module's go.mod and go.sum as its release is).
+# the version below, built with that module's go.mod and go.sum as its release is), and into
+# crds/ the scheduler-plugins PodGroup CRD that Trainer's go.mod pins.
 #
 #   e2e/controlplane/build.sh              build what is missing, print the binary dir
 #   e2e/controlplane/build.sh --print-dir  print the binary dir only (builds nothing)
@@ -81,6 +82,15 @@ jobset_dir=$(module_dir sigs.k8s.io/jobset "$JOBSET_VERSION")
 build jobset-controller "$jobset_dir" .
 trainer_dir=$(module_dir github.com/kubeflow/trainer/v2 "$TRAINER_VERSION")
 build trainer-controller-manager "$trainer_dir" ./cmd/trainer-controller-manager
+
+# The PodGroup CRD of scheduler-plugins, at the version Trainer's go.mod pins, so that both
+# controllers can create the PodGroups of coscheduling runtimes.
+if [ ! -f "$bin_dir/crds/scheduling.x-k8s.io_podgroups.yaml" ]; then
+    sp_version=$(cd "$trainer_dir" && go list -m -f '{{.Version}}' sigs.k8s.io/scheduler-plugins)
+    sp_dir=$(module_dir sigs.k8s.io/scheduler-plugins "$sp_version")
+    mkdir -p "$bin_dir/crds"
+    cp "$sp_dir/config/crd/bases/scheduling.x-k8s.io_podgroups.yaml" "$bin_dir/crds/"
+fi
 
 echo "$pin" > "$stamp"
 echo "$bin_dir"
