@@ -287,6 +287,10 @@ class FullControlPlane:
                                  "annotations": {"node.alpha.kubernetes.io/ttl": "0"}},
                     "status": {"capacity": capacity, "allocatable": capacity}}
             cl.api_request(api, "POST", "/api/v1/nodes", node)
+            # The TaintNodesByCondition admission adds `not-ready`, which the node-lifecycle
+            # controller (off: no heartbeats) would take away once kwok makes the node Ready.
+            cl.api_request(api, "PATCH", f"/api/v1/nodes/{name}", {"spec": {"taints": None}},
+                           content_type="application/merge-patch+json")
         deadline = time.monotonic() + 60
         while not all(_node_ready(api, n) for n in names):
             if time.monotonic() > deadline:
