@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import http.client
 import os
-import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -62,17 +61,18 @@ def _peak_mib(pid: int) -> float:
     return 0.0
 
 
-def _start_tjc(kubeconfig: str, workdir: Path) -> int:
+def _start_tjc(kubeconfig: str, full: cp.FullControlPlane) -> int:
+    """tjc's controller (8 workers), stopped with `full`; its pid once /readyz says ok."""
     port = cp._free_port()
-    log = (workdir / "tjc.log").open("ab")
-    proc = subprocess.Popen([sys.executable, "-m", "compiler", "controller", "--kubeconfig",
-                             kubeconfig, "--metrics-port", str(port), "--workers", "8"],
-                            stdout=log, stderr=subprocess.STDOUT)
+    proc = cl._Process("tjc-controller", [
+        sys.executable, "-m", "compiler", "controller", "--kubeconfig", kubeconfig,
+        "--metrics-port", str(port), "--workers", "8"], full.workdir / "tjc.log")
+    full.processes["tjc"] = proc
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         connection = http.client.HTTPConnection(cl.LOOPBACK, port, timeout=2)
         if cl._http_ok(connection, "/readyz"):
-            return proc.pid
+            return proc.popen.pid
         time.sleep(0.3)
     raise cl.ClusterError("tjc controller not ready after 60s")
 
@@ -110,7 +110,7 @@ def run_one(which: str, count: int) -> Figures:
                 cl.api_request(api, "POST", "/api/v1/namespaces", {
                     "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
                 if which == "tjc":
-                    pid = _start_tjc(running.kubeconfig, plane.workdir)
+                    pid = _start_tjc(running.kubeconfig, full)
                 else:
                     pid = full.start_trainer_controller().popen.pid
                     time.sleep(2)

@@ -11,7 +11,6 @@ pods through kwok's stages, which an existing cluster (kind) does not have.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
@@ -56,21 +55,11 @@ class FullCluster:
         return name
 
 
-def start_tjc(kubeconfig: str, log: Path, *extra: str) -> subprocess.Popen[bytes]:
-    """`tjc controller` as a subprocess (all namespaces), logging to `log`."""
-    with log.open("ab") as out:
-        return subprocess.Popen(
-            [sys.executable, "-m", "compiler", "controller", "--kubeconfig", kubeconfig,
-             "--metrics-port", "0", *extra], stdout=out, stderr=subprocess.STDOUT)
-
-
-def stop(process: subprocess.Popen[bytes]) -> None:
-    process.terminate()
-    try:
-        process.wait(20)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
+def start_tjc(kubeconfig: str, log: Path, *extra: str) -> cl._Process:
+    """`tjc controller` as a subprocess (all namespaces), logging to `log`; killed with us."""
+    return cl._Process("tjc-controller", [
+        sys.executable, "-m", "compiler", "controller", "--kubeconfig", kubeconfig,
+        "--metrics-port", "0", *extra], log)
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ import yaml
 
 from compiler.controller.kube import JOBSET, TRAINJOB, Resource
 from tests.e2e import cluster as cl
-from tests.e2e.fullpath.conftest import NAMESPACE, RUNTIMES, FullCluster, start_tjc, stop
+from tests.e2e.fullpath.conftest import NAMESPACE, RUNTIMES, FullCluster, start_tjc
 
 pytestmark = pytest.mark.e2e
 Obj = dict[str, Any]
@@ -32,7 +32,7 @@ def tjc(full_cluster: FullCluster) -> Iterator[None]:
     log = full_cluster.full.workdir / "tjc-controller.log"
     process = start_tjc(full_cluster.kubeconfig, log, "--workers", "4")
     yield
-    stop(process)
+    process.stop()
 
 
 @pytest.fixture

@@ -11,7 +11,6 @@ registered), as tjc's does; the inputs are ones its webhooks admit.
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ from tests.e2e import cluster as cl
 from tests.e2e import controlplane as cp
 from tests.e2e.conftest import _unavailable
 from tests.e2e.fullpath import sidebyside as sbs
-from tests.e2e.fullpath.conftest import RUNTIMES, start_tjc, stop
+from tests.e2e.fullpath.conftest import RUNTIMES, start_tjc
 
 pytestmark = pytest.mark.e2e
 Obj = dict[str, Any]
@@ -56,10 +55,9 @@ def run_controller(which: str, inputs: sbs.Inputs, crd_paths: list[Path]
                 kube.apply(yaml.safe_load(path.read_text()))
             refused = sbs.create_inputs(api, inputs)
             full = cp.FullControlPlane(plane=plane, bin_dir=bin_dir)
-            tjc: subprocess.Popen[bytes] | None = None
             if which == "tjc":
-                tjc = start_tjc(running.kubeconfig, plane.workdir / "tjc.log",
-                                "--workers", "4")
+                full.processes["tjc"] = start_tjc(running.kubeconfig,
+                                                  plane.workdir / "tjc.log", "--workers", "4")
             else:
                 full.start_trainer_controller()
             try:
@@ -68,8 +66,6 @@ def run_controller(which: str, inputs: sbs.Inputs, crd_paths: list[Path]
                 took = sbs.wait_settled(api, inputs.namespaces, want, timeout=600)
                 return sbs.collect(api, inputs.namespaces), refused, took
             finally:
-                if tjc is not None:
-                    stop(tjc)
                 full.stop()
         finally:
             api.close()
