@@ -8,7 +8,7 @@ Measured: seconds from the first create until every JobSet exists, and until eve
 is `Complete` (kwok runs each pod for one second); the controller's CPU seconds (user + system,
 from /proc) over that span and its peak resident memory (VmHWM). Prints a table and the ratios.
 
-    python -m bench.controllers [--count N] [--only tjc|upstream]
+    python -m bench.controllers [--count N] [--only tjc|upstream] [--upstream-qps N]
 
 Needs the binaries of `e2e/cluster/build.sh` and `e2e/controlplane/build.sh`
 (`make bench-controllers` builds them first). Exit code 0, or 1 when a run did not finish.
@@ -89,7 +89,7 @@ def _complete(job: dict[str, Any]) -> bool:
                for c in (job.get("status") or {}).get("conditions") or [])
 
 
-def run_one(which: str, count: int) -> Figures:
+def run_one(which: str, count: int, upstream_qps: int = 50) -> Figures:
     """A fresh cluster, `which` controller, `count` TrainJobs; the figures."""
     binaries, bin_dir = cl.find_binaries(), cp.find_binaries()
     if binaries is None or bin_dir is None:
@@ -112,7 +112,7 @@ def run_one(which: str, count: int) -> Figures:
                 if which == "tjc":
                     pid = _start_tjc(running.kubeconfig, full)
                 else:
-                    pid = full.start_trainer_controller().popen.pid
+                    pid = full.start_trainer_controller(upstream_qps).popen.pid
                     time.sleep(2)
                 return _measure(which, api, pid, count)
         finally:
@@ -148,9 +148,11 @@ def main(argv: list[str] | None = None) -> int:
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--count", type=int, default=1000, help="TrainJobs (default 1000)")
     parser.add_argument("--only", choices=("tjc", "upstream"), help="run one controller")
+    parser.add_argument("--upstream-qps", type=int, default=50, metavar="N",
+                        help="upstream's client rate limit, burst 2N (default 50, its own)")
     args = parser.parse_args(argv)
     runs = [args.only] if args.only else ["tjc", "upstream"]
-    results = [run_one(which, args.count) for which in runs]
+    results = [run_one(which, args.count, args.upstream_qps) for which in runs]
     print(f"{'controller':<10} {'all JobSets s':>14} {'all Complete s':>15} {'CPU s':>7} "
           f"{'peak MiB':>9}")
     for r in results:

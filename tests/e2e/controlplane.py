@@ -247,8 +247,11 @@ class FullControlPlane:
             process.stop()
         self.processes.clear()
 
-    def start_trainer_controller(self) -> cl._Process:
-        """Kubeflow Trainer's controller manager, webhooks unregistered; waits for /readyz."""
+    def start_trainer_controller(self, qps: int = 50) -> cl._Process:
+        """Kubeflow Trainer's controller manager, webhooks unregistered; waits for its webhooks.
+
+        `qps` (burst twice that) is its client's rate limit; 50 (burst 100) is its default.
+        """
         webhook_port, probe_port = _free_port(), _free_port()
         tmp = self.workdir / "trainer-tmp"
         self._serving_cert(tmp / "k8s-webhook-server" / "serving-certs", "trainer")
@@ -259,7 +262,7 @@ class FullControlPlane:
             "health": {"healthProbeBindAddress": f"{cl.LOOPBACK}:{probe_port}"},
             "leaderElection": {"leaderElect": False},
             "certManagement": {"enable": False},
-            "clientConnection": {"qps": 50, "burst": 100},
+            "clientConnection": {"qps": qps, "burst": 2 * qps},
         }
         path = self.workdir / "trainer-config.yaml"
         path.write_text(yaml.safe_dump(config), encoding="utf-8")
