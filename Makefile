@@ -53,9 +53,12 @@ train-env:
 	train-env/setup.sh
 
 # kube-apiserver and etcd for the controller's end-to-end tests, built from the Go modules
-# pinned in e2e/cluster/go.mod into ~/.cache/tjc-e2e (once; later runs find them there).
+# pinned in e2e/cluster/go.mod into ~/.cache/tjc-e2e (once; later runs find them there);
+# the rest of a control plane (controller manager, scheduler, JobSet, kwok, Trainer's
+# controller) for the full-path tests into ~/.cache/tjc-cp (e2e/controlplane/build.sh).
 e2e-binaries:
 	e2e/cluster/build.sh
+	e2e/controlplane/build.sh
 
 # kustomize, helm and Argo CD's cmp-server for the GitOps integration tests, built from the Go
 # modules pinned in e2e/tools/go.mod and e2e/argocd/go.mod into ~/.cache/tjc-tools (once).
@@ -101,6 +104,11 @@ golden: setup
 
 bench: setup
 	$(BIN)/python -m bench.run
+
+# 1,000 TrainJobs through tjc's controller, then upstream's, on the full control plane.
+.PHONY: bench-controllers
+bench-controllers: setup e2e-binaries
+	$(BIN)/python -m bench.controllers
 
 render: setup
 	$(BIN)/tjc render examples/

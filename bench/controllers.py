@@ -1,0 +1,170 @@
+"""Load, side by side: 1,000 TrainJobs at once through tjc's controller, then upstream's.
+
+For each controller in turn, a fresh cluster with the whole control plane (etcd,
+kube-apiserver, kube-controller-manager, kube-scheduler, the JobSet controller, kwok with eight
+nodes; `tests/e2e/controlplane.py`) and the built-in runtimes; the controller is started and
+ready, then 1,000 TrainJobs (`torch-distributed`, one node each) are created by 8 threads.
+Measured: seconds from the first create until every JobSet exists, and until every TrainJob
+is `Complete` (kwok runs each pod for one second); the controller's CPU seconds (user + system,
+from /proc) over that span and its peak resident memory (VmHWM). Prints a table and the ratios.
+
+    python -m bench.controllers [--count N] [--only tjc|upstream] [--upstream-qps N]
+
+Needs the binaries of `e2e/cluster/build.sh` and `e2e/controlplane/build.sh`
+(`make bench-controllers` builds them first). Exit code 0, or 1 when a run did not finish.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import os
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.e2e import cluster as cl
+from tests.e2e import controlplane as cp
+
+RUNTIMES = cl.REPO_ROOT / "runtimes"
+TRAINER = "trainer.kubeflow.org/v1alpha1"
+NAMESPACE = "load"
+TIMEOUT = 1800.0
+
+
+@dataclass
+class Figures:
+    """One controller's run."""
+
+    controller: str
+    jobsets_s: float
+    complete_s: float
+    cpu_s: float
+    peak_mib: float
+    finished: bool
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _peak_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def _start_tjc(kubeconfig: str, full: cp.FullControlPlane) -> int:
+    """tjc's controller (8 workers), stopped with `full`; its pid once /readyz says ok."""
+    port = cp._free_port()
+    proc = cl._Process("tjc-controller", [
+        sys.executable, "-m", "compiler", "controller", "--kubeconfig", kubeconfig,
+        "--metrics-port", str(port), "--workers", "8"], full.workdir / "tjc.log")
+    full.processes["tjc"] = proc
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        connection = http.client.HTTPConnection(cl.LOOPBACK, port, timeout=2)
+        if cl._http_ok(connection, "/readyz"):
+            return proc.popen.pid
+        time.sleep(0.3)
+    raise cl.ClusterError("tjc controller not ready after 60s")
+
+
+def _count(api: Any, plural: str, done: Any = None) -> int:
+    group = "jobset.x-k8s.io/v1alpha2" if plural == "jobsets" else TRAINER
+    items = cl.api_request(api, "GET", f"/apis/{group}/namespaces/{NAMESPACE}/{plural}",
+                           timeout=120)["items"]
+    return sum(1 for item in items if done is None or done(item))
+
+
+def _complete(job: dict[str, Any]) -> bool:
+    return any(c.get("type") == "Complete" and c.get("status") == "True"
+               for c in (job.get("status") or {}).get("conditions") or [])
+
+
+def run_one(which: str, count: int, upstream_qps: int = 50) -> Figures:
+    """A fresh cluster, `which` controller, `count` TrainJobs; the figures."""
+    binaries, bin_dir = cl.find_binaries(), cp.find_binaries()
+    if binaries is None or bin_dir is None:
+        raise SystemExit(f"binaries missing: run e2e/cluster/build.sh and {cp.BUILD_SCRIPT}")
+    with cl.cluster(binaries) as running:
+        plane = running.control_plane
+        assert plane is not None
+        api = running.api_client()
+        try:
+            cl.install_crds(api, [cl.REPO_ROOT / "deploy" / "crds",
+                                  cl.REPO_ROOT / "tests" / "e2e" / "crds", bin_dir / "crds"])
+            with cp.full_control_plane(plane, bin_dir) as full:
+                full.add_nodes(api, 8, prefix="load")
+                for path in sorted(RUNTIMES.glob("*.yaml")):
+                    runtime = yaml.safe_load(path.read_text())
+                    cl.api_request(api, "POST", f"/apis/{TRAINER}/clustertrainingruntimes",
+                                   runtime)
+                cl.api_request(api, "POST", "/api/v1/namespaces", {
+                    "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
+                if which == "tjc":
+                    pid = _start_tjc(running.kubeconfig, full)
+                else:
+                    pid = full.start_trainer_controller(upstream_qps).popen.pid
+                    time.sleep(2)
+                return _measure(which, api, pid, count)
+        finally:
+            api.close()
+
+
+def _measure(which: str, api: Any, pid: int, count: int) -> Figures:
+    cpu0 = _cpu_seconds(pid)
+    start = time.monotonic()
+
+    def create(i: int) -> None:
+        cl.api_request(api, "POST", f"/apis/{TRAINER}/namespaces/{NAMESPACE}/trainjobs", {
+            "apiVersion": TRAINER, "kind": "TrainJob",
+            "metadata": {"name": f"job-{i}", "namespace": NAMESPACE},
+            "spec": {"runtimeRef": {"name": "torch-distributed"}, "trainer": {"numNodes": 1}}})
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(create, range(count)))
+    jobsets_s = complete_s = float("nan")
+    while time.monotonic() - start < TIMEOUT:
+        if jobsets_s != jobsets_s and _count(api, "jobsets") >= count:
+            jobsets_s = time.monotonic() - start
+        if jobsets_s == jobsets_s and _count(api, "trainjobs", _complete) >= count:
+            complete_s = time.monotonic() - start
+            break
+        time.sleep(1)
+    return Figures(which, jobsets_s, complete_s, _cpu_seconds(pid) - cpu0, _peak_mib(pid),
+                   finished=complete_s == complete_s)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.controllers",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--count", type=int, default=1000, help="TrainJobs (default 1000)")
+    parser.add_argument("--only", choices=("tjc", "upstream"), help="run one controller")
+    parser.add_argument("--upstream-qps", type=int, default=50, metavar="N",
+                        help="upstream's client rate limit, burst 2N (default 50, its own)")
+    args = parser.parse_args(argv)
+    runs = [args.only] if args.only else ["tjc", "upstream"]
+    results = [run_one(which, args.count, args.upstream_qps) for which in runs]
+    print(f"{'controller':<10} {'all JobSets s':>14} {'all Complete s':>15} {'CPU s':>7} "
+          f"{'peak MiB':>9}")
+    for r in results:
+        print(f"{r.controller:<10} {r.jobsets_s:>14.1f} {r.complete_s:>15.1f} {r.cpu_s:>7.1f} "
+              f"{r.peak_mib:>9.0f}")
+    if len(results) == 2:
+        ours, theirs = results
+        print(f"ratios tjc/upstream: JobSets {ours.jobsets_s / theirs.jobsets_s:.2f}x, Complete "
+              f"{ours.complete_s / theirs.complete_s:.2f}x, CPU {ours.cpu_s / theirs.cpu_s:.2f}x,"
+              f" peak memory {ours.peak_mib / theirs.peak_mib:.2f}x")
+    return 0 if all(r.finished for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
