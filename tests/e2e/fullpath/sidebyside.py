@@ -12,7 +12,10 @@ Comparison: the objects each controller created (JobSets, ConfigMaps, Secrets, P
 the TrainJobs' conditions, with what the API server assigns (uid, resourceVersion, timestamps,
 managedFields, generation) and the status of objects dropped; Secret values (random SSH keys)
 compared by their keys only; the runtime snapshot compared as the runtime Go's types decode
-from it (README: upstream re-encodes the runtime, tjc keeps it as read). A
+from it (README: upstream re-encodes the runtime, tjc keeps it as read); the label
+`trainer.kubeflow.org/trainjob-name` tjc's controller puts on the ConfigMaps and Secrets it
+makes, and its two record conditions (`RuntimeSnapshot`, `MPISSHSecret`: the snapshot digest and
+the SSH Secret uid kept where a tenant cannot write), left out as README lists them. A
 difference in the order of a container's env only is tolerated as README's "plugin order
 inside a phase is fixed" and counted; any other difference is a failure.
 """
@@ -29,6 +32,7 @@ from kubernetes.client.exceptions import ApiException
 
 from compiler import quantity
 from compiler.builtin import builtin_runtimes
+from compiler.controller import ownership, snapshot, sshsecret
 from tests import goldenfile
 from tests.e2e import cluster as cl
 
@@ -212,10 +216,15 @@ def collect(api: Any, namespaces: list[str]) -> dict[str, Obj]:
     for job in cl.api_request(api, "GET", _path(TRAINER, "trainjobs"))["items"]:
         meta = job["metadata"]
         conditions = [{k: c.get(k) for k in ("type", "status", "reason", "message")}
-                      for c in (job.get("status") or {}).get("conditions") or []]
+                      for c in (job.get("status") or {}).get("conditions") or []
+                      if c.get("type") not in RECORDS]
         found[f"{meta['namespace']}/TrainJob-conditions/{meta['name']}"] = {
             "conditions": sorted(conditions, key=lambda c: str(c["type"]))}
     return found
+
+
+# Conditions only tjc's controller writes (README: what the controller records).
+RECORDS = (snapshot.RECORD, sshsecret.RECORD)
 
 
 def _made_by_controller(item: Obj) -> bool:
@@ -254,6 +263,11 @@ def normalize(obj: Obj) -> Obj:
         meta.pop(key, None)
     for ref in meta.get("ownerReferences") or []:
         ref.pop("uid", None)
+    labels = meta.get("labels") or {}
+    if out.get("kind") in ownership.TENANT_WRITABLE and ownership.OWNED_LABEL in labels:
+        labels.pop(ownership.OWNED_LABEL)
+        if not labels:
+            meta.pop("labels")
     if out.get("kind") == "Secret":
         out["data"] = sorted((out.get("data") or {}).keys())
     if out.get("kind") == "ConfigMap" and "runtime" in (out.get("data") or {}):

@@ -57,7 +57,10 @@ def run_controller(which: str, inputs: sbs.Inputs, crd_paths: list[Path]
             full = cp.FullControlPlane(plane=plane, bin_dir=bin_dir)
             if which == "tjc":
                 full.processes["tjc"] = start_tjc(running.kubeconfig,
-                                                  plane.workdir / "tjc.log", "--workers", "4")
+                                                  plane.workdir / "tjc.log", "--workers", "4",
+                                                  # the policy packs are tjc's own addition
+                                                  # (README): upstream has none to compare
+                                                  "--no-default-policies")
             else:
                 full.start_trainer_controller()
             try:
