@@ -129,10 +129,16 @@ def test_a_values_yaml_that_holds_objects_is_read(
     assert [d["kind"] for d in yaml.safe_load_all(out)] == ["JobSet"]
 
 
-def test_a_file_without_kind_is_still_an_error(
+def test_yaml_that_is_no_object_is_a_notice_but_a_missing_kind_is_an_error(
         tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file with neither apiVersion nor kind (a tool's settings, a workflow) is skipped with
+    a notice; one that names an apiVersion but no kind is a broken object, an error."""
     (tmp_path / "settings.yaml").write_text("resources:\n  - job.yaml\n")
+    code, _, err = run(["render", str(tmp_path)], capsys, monkeypatch)
+    assert code == 0 and "[TJC-INPUT-NOT-KUBERNETES]" in err
+    (tmp_path / "broken.yaml").write_text("apiVersion: trainer.kubeflow.org/v1alpha1\n"
+                                          "metadata:\n  name: a\n")
     code, _, err = run(["render", str(tmp_path)], capsys, monkeypatch)
     assert code == 1 and "[TJC-INPUT-NO-KIND]" in err
 
@@ -319,7 +325,7 @@ def test_every_example_renders(capsys: pytest.CaptureFixture[str],
     assert code == 0, err
     kinds = [(d["kind"], d["metadata"]["name"]) for d in yaml.safe_load_all(out)]
     names = {n for k, n in kinds if k == "JobSet"}
-    assert {"jax-mnist", "torch-mnist", "deepspeed-bert", "mlx-mnist", "xgboost-higgs",
+    assert {"jax-mnist", "jax-psum", "torch-mnist", "deepspeed-bert", "mlx-mnist", "xgboost-higgs",
             "tune-llama3-2-1b", "tune-llama3-2-3b", "tune-qwen2-5-1-5b", "resnet50",
             "mnist"} == names
     assert ("PodGroup", "resnet50") in kinds  # the custom runtime's gang scheduling
