@@ -8,6 +8,7 @@ the loader's source maps fill in locations (see `compiler.loader.locate`). Pure 
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -90,7 +91,19 @@ class Diagnostic:
         obj = f"{self.obj}: " if self.obj else ""
         path = f"{self.field_path}: " if self.path else ""
         extra = "".join(f" (also {loc})" for loc in self.locations[1:])
-        return f"{where}{self.severity.value}: {obj}{path}{self.message} [{self.rule}]{extra}"
+        return one_line(f"{where}{self.severity.value}: {obj}{path}{self.message} "
+                        f"[{self.rule}]{extra}")
+
+
+# Characters that would break a diagnostic's line (or the terminal) if printed raw: controls,
+# line and paragraph separators, and lone surrogates (which no encoder accepts).
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+
+
+def one_line(text: str) -> str:
+    """`text` with every unsafe character escaped (`\\n`, `\\x85`), so one diagnostic is
+    always one line and a field name cannot forge another."""
+    return _UNSAFE.sub(lambda m: repr(m.group())[1:-1], text)
 
 
 def error(rule: str, message: str, path: Path = (), *, subject: str = "trainjob") -> Diagnostic:

@@ -21,7 +21,7 @@ from compiler.diagnostics import Diagnostic, ObjectRef, Severity, error, has_err
 from compiler.inputs import RuntimeEntry, classified, runtime_table
 from compiler.loader import Document, Source, iter_source
 from compiler.resolve import RuntimeKey, runtime_key, wanted_key
-from compiler.validate import cel, quirks, schema, webhook
+from compiler.validate import cel, objectmeta, podresources, quirks, schema, webhook
 
 if TYPE_CHECKING:
     from compiler.policy.check import PolicyChecker
@@ -51,7 +51,9 @@ def object_key(data: Obj) -> ObjectKey:
 def object_ref(data: Obj) -> ObjectRef:
     """kind/name/namespace of a document as written (a cluster runtime has no namespace)."""
     kind, namespace, name = object_key(data)
-    if kind != "ClusterTrainingRuntime" and not (data.get("metadata") or {}).get("namespace"):
+    meta = data.get("metadata")
+    if kind != "ClusterTrainingRuntime" and not (meta.get("namespace") if isinstance(meta, dict)
+                                                 else None):
         namespace = ""
     return ObjectRef(kind, name, namespace)
 
@@ -67,6 +69,7 @@ def check_document(doc: Document, old: Obj | None = None) -> Checked:
     seen = {(d.rule, d.path) for d in diagnostics}
     diagnostics += [d for d in schema.validate(kind, data) if (d.rule, d.path) not in seen]
     diagnostics += cel.validate(kind, data, old_data)
+    diagnostics += objectmeta.validate(kind, data) + podresources.validate(data)
     return Checked(doc, data, diagnostics)
 
 
@@ -209,7 +212,9 @@ def validate_stream(sources: Sequence[Source], builtin: Sequence[Document] = (),
     input by a worker process, in parallel with the rest)."""
     table, notes = runtime_table(sources, builtin)
     yield from notes
-    validator = Validator(table, _previous(previous), policies)
+    old, problems = _previous(previous)
+    yield from problems
+    validator = Validator(table, old, policies)
     worker = None if policies is None else policies.start_worker(sources)
     if worker is None:
         for item in classified(sources):
@@ -254,10 +259,15 @@ def _once(policies: PolicyChecker | None, found: list[Diagnostic]) -> list[Diagn
     return found if policies is None else policies.once(found)
 
 
-def _previous(sources: Sequence[Source]) -> dict[ObjectKey, Obj]:
+def _previous(sources: Sequence[Source]) -> tuple[dict[ObjectKey, Obj], list[Diagnostic]]:
+    """The previous versions by object, and the problems reading them (a file that does not
+    parse must not pass for one without the objects)."""
     out: dict[ObjectKey, Obj] = {}
+    problems: list[Diagnostic] = []
     for source in sources:
         for doc in iter_source(source):
             if isinstance(doc, Document):
                 out[object_key(doc.data)] = doc.data
-    return out
+            else:
+                problems.append(doc)
+    return out, problems
