@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 UPSTREAM ?= ../shared/upstream
 
-.PHONY: setup policies-test plugin-orders test e2e e2e-binaries lint typecheck unit golden bench schemas schemas-check gofacts render clean
+.PHONY: setup policies-test plugin-orders test e2e e2e-binaries lint typecheck unit golden bench schemas schemas-check gofacts render clean fuzz
 
 CUE_LIB := build/cue/libtjccue.so
 
@@ -68,6 +68,12 @@ golden: setup
 
 bench: setup
 	$(BIN)/python -m bench.run
+
+# The long fuzz campaign (the suite runs a derandomized sample): FUZZ_DOCUMENTS inputs through
+# validate, render and explain, each run under a memory cap and time limit; prints the count.
+FUZZ_DOCUMENTS ?= 100000
+fuzz: setup
+	$(BIN)/python -m tests.fuzz.campaign --documents $(FUZZ_DOCUMENTS)
 
 render: setup
 	$(BIN)/tjc render examples/
