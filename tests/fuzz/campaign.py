@@ -69,11 +69,11 @@ def _family(name: str, budget: int, worker: Worker, tally: Tally, rng: int | Non
         tally.record(case, problems(case, worker.run(case)))
         done["documents"] += case.documents
 
-    if rng is not None:
-        run = seed(rng)(run)
+    chunk = 0
     while done["documents"] < budget:
+        chunk += 1
         try:
-            run()
+            (run if rng is None else seed(rng * 100_003 + chunk)(run))()
         except HypothesisException:
             continue
 
