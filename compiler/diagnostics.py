@@ -118,8 +118,10 @@ def has_errors(diagnostics: Iterable[Diagnostic]) -> bool:
 
 def refused(diagnostics: Iterable[Diagnostic]) -> bool:
     """True when an error is one the cluster would refuse the object for: any error but a
-    policy's (a policy deny fails the command, the cluster would still take the object)."""
-    return any(d.severity is Severity.ERROR and d.subject != "policy" for d in diagnostics)
+    policy's (a policy deny fails the command, the cluster would still take the object) or
+    one about the Pods (subject `pods`: the object is taken, its Pods are refused later)."""
+    return any(d.severity is Severity.ERROR and d.subject not in ("policy", "pods")
+               for d in diagnostics)
 
 
 def with_object(diagnostics: Sequence[Diagnostic], obj: ObjectRef) -> list[Diagnostic]:

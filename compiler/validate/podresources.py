@@ -4,8 +4,9 @@ The CRDs accept any quantity in `resources` and `resourcesPerNode`; the API serv
 the Pod later (`ValidateResourceRequirements` of Kubernetes' core validation): every amount
 must be greater than or equal to 0, and an extended resource (a vendor's device such as
 `nvidia.com/gpu`: a qualified name with a domain that is not `kubernetes.io`) must be a whole
-number. A TrainJob or runtime that asks for -1 or 0.5 GPUs would make a JobSet whose Pods
-never start; tjc says so at the input. Pure; called by `compiler.validation.check_document`.
+number. A TrainJob or runtime that asks for -1 or 0.5 GPUs is taken by the cluster and gets
+its JobSet, whose Pods never start: an error about the Pods (subject `pods`), so render still
+prints what the controller builds and exits 1. Pure; called by `compiler.validation.check_document`.
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ def _amount(name: str, amount: Any, path: Path) -> Iterator[Diagnostic]:
         return
     if value < 0:
         yield error("TJC-RESOURCE-NEGATIVE", f"{name} is {amount}: must be greater than or "
-                    "equal to 0; the Pods would be refused", path)
+                    "equal to 0; the Pods would be refused", path, subject="pods")
     elif is_extended(name) and value.denominator != 1:
         yield error("TJC-RESOURCE-NOT-INTEGER", f"{name} is {amount}: an extended resource "
-                    "must be an integer; the Pods would be refused", path)
+                    "must be an integer; the Pods would be refused", path, subject="pods")
