@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import signal
 import sys
 import time
 from collections import Counter
@@ -66,8 +67,12 @@ def _family(name: str, budget: int, worker: Worker, tally: Tally, rng: int | Non
     def run(case: Case) -> None:
         if done["documents"] >= budget:
             return
+        before = tally.documents // 2000
         tally.record(case, problems(case, worker.run(case)))
         done["documents"] += case.documents
+        if tally.documents // 2000 != before:
+            print(f"    {tally.documents} documents, {tally.runs} runs, "
+                  f"{len(tally.findings)} findings", flush=True)
 
     chunk = 0
     while done["documents"] < budget:
@@ -78,6 +83,10 @@ def _family(name: str, budget: int, worker: Worker, tally: Tally, rng: int | Non
             continue
 
 
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the campaign; print the count and the findings."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -86,11 +95,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     tally, start = Tally(), time.monotonic()
     worker = Worker()
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         for name, share in SHARE.items():
             _family(name, int(args.documents * share) + 1, worker, tally, args.seed)
             print(f"  {name}: {tally.documents} documents so far, "
                   f"{time.monotonic() - start:.0f} s", flush=True)
+    except KeyboardInterrupt:
+        print("  interrupted: the count below is what ran", flush=True)
     finally:
         worker.close()
     _report(tally, time.monotonic() - start)

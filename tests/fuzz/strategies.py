@@ -42,12 +42,14 @@ KEYS = ["apiVersion", "kind", "metadata", "name", "namespace", "generateName", "
 VERBS = ["validate", "render", "explain"]
 
 
+@cache
 def scalars() -> st.SearchStrategy[Any]:
     """Values a field could be given, many of them wrong for it."""
     return st.one_of(st.sampled_from(ODD_STRINGS), st.sampled_from(ODD_NUMBERS), st.booleans(),
                      st.none(), st.text(max_size=6), st.integers())
 
 
+@cache
 def values() -> st.SearchStrategy[Any]:
     """Small trees of odd values under TrainJob-like keys."""
     return st.recursive(scalars(), lambda inner: st.one_of(
@@ -117,7 +119,8 @@ def dump(doc: Any, style: str) -> str:
     """A document as block YAML, flow YAML or JSON."""
     if style != "json":
         try:
-            return yaml.safe_dump(doc, default_flow_style=style == "flow", allow_unicode=True)
+            return yaml.dump(doc, Dumper=yaml.CSafeDumper, default_flow_style=style == "flow",
+                             allow_unicode=True)
         except (yaml.YAMLError, UnicodeError):
             pass  # PyYAML cannot write every string (lone surrogates): JSON can
     return json.dumps(doc, ensure_ascii=False)
@@ -142,7 +145,7 @@ def mutated_golden(draw: st.DrawFn) -> dict[str, str]:
 
 def _mutate_data(draw: st.DrawFn, text: str) -> str:
     try:
-        docs = [d for d in yaml.safe_load_all(text) if d is not None]
+        docs = [d for d in yaml.load_all(text, Loader=yaml.CSafeLoader) if d is not None]
     except yaml.YAMLError:
         return text
     if not docs:
