@@ -307,8 +307,8 @@ class Explainer:
 
     def text(self) -> str:
         """The whole explanation."""
-        meta = self.trainjob.get("metadata") or {}
-        rmeta = self.runtime.data.get("metadata") or {}
+        meta = _mapping(self.trainjob.get("metadata"))
+        rmeta = _mapping(self.runtime.data.get("metadata"))
         lines = [f"TrainJob {meta.get('namespace', '')}/{meta.get('name', '')} "
                  f"({self.tj.locate()}) with {self.kind} {rmeta.get('name', '')} "
                  f"({self.runtime.locate()})", "", "plugins, in graph order:"]
@@ -318,7 +318,7 @@ class Explainer:
                          f"{', '.join(sorted(plugin.provides)) or '-'}")
         lines += ["", "fields set by a plugin or the TrainJob:"]
         for obj in self.result.objects:
-            meta = obj.get("metadata") or {}
+            meta = _mapping(obj.get("metadata"))
             lines.append(f"  {obj.get('kind')} {meta.get('namespace', '')}/{meta.get('name', '')}")
             lines += [f"    {entry.text()}" for entry in self.entries(obj)]
         lines += [f"  {d.text()}" for d in self.result.diagnostics]
@@ -335,6 +335,10 @@ class Explainer:
             facts = ", ".join(sorted(data.get("facts", ())))
             out.append(f'  "{source}" -> "{target}" [label="{facts}"];')
         return "\n".join([*out, "}"]) + "\n"
+
+
+def _mapping(value: Any) -> Obj:
+    return value if isinstance(value, dict) else {}
 
 
 def _hashable(value: Any) -> Any:

@@ -170,3 +170,18 @@ def test_a_closed_stdout_keeps_the_exit_code(tmp_path: Path) -> None:
             assert done.returncode == 1 and "Traceback" not in done.stderr
     finally:
         os.close(write)
+
+
+def test_found_by_the_fuzzer(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A runtime whose metadata is a scalar (runtime lookup crashed); explain of a file that
+    does not parse (a located error, then an unlocated 'holds no TrainJob')."""
+    runtime = tmp_path / "rt.yaml"
+    runtime.write_text("apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainingRuntime\n"
+                       "metadata: ' '\nspec: {}\n")
+    code, out, _ = tjc(["validate", str(runtime)], capsys)
+    assert code == 1 and "Traceback" not in out and f"{runtime}:3:11: error:" in out
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("[")
+    code, out, err = tjc(["explain", str(broken)], capsys)
+    assert (code, out) == (1, "")
+    assert err.startswith(f"{broken}:2:1: error: cannot parse YAML") and err.count("\n") == 1

@@ -63,9 +63,11 @@ def run(args: argparse.Namespace) -> int:
         print(problem.text(), file=sys.stderr)
     trainjob = next((d for d in docs if d.source is sources[0]
                      and d.data.get("kind") == "TrainJob"), None)
+    if trainjob is None and problems:
+        return 1
     if trainjob is None:
         print(one_line(f"tjc: {args.trainjob} holds no TrainJob"), file=sys.stderr)
-        return 1 if problems else 2
+        return 2
     builtin = list(builtin_runtimes())
     found = _refusals(trainjob, sources, builtin)
     for diag in found:
