@@ -13,10 +13,9 @@ from collections.abc import Iterator
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from tests.fuzz import strategies as fs
-from tests.fuzz.harness import Case, Worker, problems
+from tests.fuzz.harness import Case, Outcome, Worker, problems
 
 EXAMPLES = int(os.environ.get("TJC_FUZZ_EXAMPLES", "60"))
 BUDGET = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
@@ -60,15 +59,19 @@ def test_mutated_golden_inputs(worker: Worker, case: Case) -> None:
     _check(worker, case)
 
 
-@settings(max_examples=1, deadline=None, database=None)
-@given(st.just(None))
-def test_the_harness_sees_a_broken_promise(worker: Worker, _: None) -> None:
-    """The checks can fail: a worker that runs out of its time limit is reported."""
+def test_the_harness_sees_broken_promises() -> None:
+    """The checks can fail: a run past its time limit, a traceback, an exit code of 3, an
+    unlocated line and render output that does not parse are all reported."""
     slow = Worker(seconds=0.001)
     try:
         case = Case("render", ["in.yaml"], {"in.yaml": "a: [" + "1," * 200_000 + "1]\n"})
-        assert problems(case, slow.run(case))
+        assert "took more than" in problems(case, slow.run(case))[0]
     finally:
         slow.close()
-    assert problems(Case("render", ["x"]), type(worker.run(Case("render", ["x"])))(
-        code=3, stderr="Traceback (most recent call last):\n"))
+    render = Case("render", ["in.yaml"])
+    assert problems(render, Outcome(code=3)) == ["exit code 3"]
+    assert problems(render, Outcome(code=1, stderr="Traceback (most recent call last):\n"))[0] \
+        == "a traceback was printed"
+    assert "not a located" in problems(render, Outcome(code=1, stderr="error: x [R]\n"))[0]
+    assert "does not parse" in problems(render, Outcome(code=0, stdout="a: [\n"))[0]
+    assert problems(render, Outcome(code=1, stderr="in.yaml:1:2: error: x: y [TJC-X]\n")) == []
