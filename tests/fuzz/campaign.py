@@ -81,6 +81,8 @@ def _family(name: str, budget: int, worker: Worker, tally: Tally, rng: int | Non
             (run if rng is None else seed(rng * 100_003 + chunk)(run))()
         except HypothesisException:
             continue
+        except Exception as exc:  # a generator bug must not end the campaign unreported
+            tally.findings[f"generator error: {type(exc).__name__}"] += 1
 
 
 def _interrupt(signum: int, frame: Any) -> None:

@@ -146,7 +146,7 @@ def mutated_golden(draw: st.DrawFn) -> dict[str, str]:
 def _mutate_data(draw: st.DrawFn, text: str) -> str:
     try:
         docs = [d for d in yaml.load_all(text, Loader=yaml.CSafeLoader) if d is not None]
-    except yaml.YAMLError:
+    except (yaml.YAMLError, ValueError):  # an earlier text mutation broke it: keep it broken
         return text
     if not docs:
         return text
