@@ -80,7 +80,11 @@ class DirWriter:
         self.fmt, self.inputs, self.dry_run = fmt, inputs, dry_run
         self.root = _prepare(out_dir, dry_run)
         self.lock = _lock(self.root)
-        self.manifest = _read_manifest(self.root)
+        try:
+            self.manifest = _read_manifest(self.root)
+        except InputError:
+            self.release()
+            raise
         self.plan = Plan()
         self.seen: set[str] = set()
         self.where = Location(str(self.root / MANIFEST), 1, 1)
@@ -120,9 +124,14 @@ class DirWriter:
             if not self.dry_run:
                 _atomic_write(self.root, MANIFEST, _manifest_text(self.manifest))
         finally:
-            if self.lock is not None:
-                os.close(self.lock)
+            self.release()
         return found
+
+    def release(self) -> None:
+        """Give up the lock on DIR (once)."""
+        if self.lock is not None:
+            os.close(self.lock)
+            self.lock = None
 
     def _may_replace(self, rel: str) -> Diagnostic | None:
         """None when `rel` is free or a file tjc wrote; an error otherwise."""

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compiler import emit
 from compiler.builtin import builtin_runtimes
@@ -13,8 +15,11 @@ from compiler.cli import outdir, policy_opts
 from compiler.context import CompileOptions, SSHKeySource
 from compiler.diagnostics import Diagnostic, Severity, error, has_errors
 from compiler.errors import InputError
-from compiler.loader import read_sources
+from compiler.loader import Document, Source, read_sources
 from compiler.render import JobResult, render_stream
+
+if TYPE_CHECKING:
+    from compiler.policy.check import PolicyChecker
 
 HELP = "render TrainJobs into the JobSet (and side objects) Kubeflow Trainer creates"
 EPILOG = """\
@@ -62,10 +67,23 @@ def run(args: argparse.Namespace) -> int:
     sources = read_sources(args.paths)
     builtin = () if args.no_builtin_runtimes else builtin_runtimes()
     options = CompileOptions(ssh_keys=_ssh_keys(args.mpi_ssh_key))
-    writer = _writer(args)
     objects: list[dict[str, Any]] = []
     errors = False
     checker = None if args.no_validate else policy_opts.build(args)
+    writer = _writer(args)
+    with contextlib.ExitStack() as stack:
+        if writer is not None:
+            stack.callback(writer.release)
+        errors = _render(args, sources, builtin, options, checker, writer, objects)
+    sys.stdout.flush()
+    return 1 if errors else 0
+
+
+def _render(args: argparse.Namespace, sources: list[Source], builtin: Sequence[Document],
+            options: CompileOptions, checker: PolicyChecker | None,
+            writer: outdir.DirWriter | None, objects: list[dict[str, Any]]) -> bool:
+    """Render every TrainJob to stdout or DIR; True when anything had errors."""
+    errors = False
     for item in render_stream(sources, builtin, options, validate=not args.no_validate,
                               policies=checker):
         diagnostics = [item] if isinstance(item, Diagnostic) else item.diagnostics
@@ -86,8 +104,7 @@ def run(args: argparse.Namespace) -> int:
         errors = errors or has_errors(closing)
     elif args.output == "json":
         sys.stdout.write(emit.json_list(objects))
-    sys.stdout.flush()
-    return 1 if errors else 0
+    return errors
 
 
 def _ssh_keys(choice: str | None) -> SSHKeySource | None:
