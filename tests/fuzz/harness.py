@@ -39,6 +39,8 @@ LOCATED = re.compile(r"^(?:<builtin>/)?[^\s:][^:]*:\d+:\d+: (?:error|warning|not
                      r"(?: \(also [^)]*\))*$")
 SUMMARY = re.compile(r"^\d+ errors, \d+ warnings, \d+ notices$")
 REPO = Path(__file__).resolve().parents[2]
+OUT_OF_MEMORY = "ran out of memory"
+RECYCLE = 300
 
 
 @dataclass
@@ -101,6 +103,7 @@ class Worker:
         self.memory, self.seconds = memory, seconds
         self.proc: subprocess.Popen[str] | None = None
         self.count = 0
+        self.served = 0
 
     def _start(self) -> subprocess.Popen[str]:
         if self.proc is None or self.proc.poll() is not None:
@@ -117,7 +120,21 @@ class Worker:
         return self.proc
 
     def run(self, case: Case) -> Outcome:
-        """Run one case; a dead or silent child is a failure and gets replaced."""
+        """Run one case; a dead or silent child is a failure and gets replaced. The child is
+        replaced every RECYCLE cases too (a long-lived process grows by a few hundred KiB per
+        run), and a case that ran out of memory is run again in a fresh child: only a case
+        that does so alone is a finding."""
+        self.served += 1
+        if self.served % RECYCLE == 0:
+            self.close()
+        outcome = self._run(case)
+        if outcome.failure == OUT_OF_MEMORY:
+            self.close()
+            self.count -= case.documents
+            outcome = self._run(case)
+        return outcome
+
+    def _run(self, case: Case) -> Outcome:
         proc = self._start()
         assert proc.stdin is not None and proc.stdout is not None
         self.count += case.documents
@@ -146,7 +163,11 @@ class Worker:
         if self.proc is not None and self.proc.poll() is None:
             assert self.proc.stdin is not None
             self.proc.stdin.close()
-            self.proc.wait(timeout=30)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
         self.proc = None
 
 
@@ -177,7 +198,7 @@ def _run_case(case: Case, seconds: float, scratch: Path) -> Outcome:
     except _Timeout:
         outcome.failure = f"took more than {seconds:g} s"
     except MemoryError:
-        outcome.failure = "ran out of memory"
+        outcome.failure = OUT_OF_MEMORY
     except Exception:  # what the fuzzer looks for
         outcome.failure = "exception: " + traceback.format_exc(limit=-8)
     finally:
