@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 UPSTREAM ?= ../shared/upstream
 
-.PHONY: setup wheel train-env policies-test plugin-orders test e2e e2e-binaries gitops-tools lint typecheck unit golden bench schemas schemas-check gofacts render clean oracle parity
+.PHONY: setup wheel train-env policies-test plugin-orders test e2e e2e-binaries gitops-tools lint typecheck unit golden bench schemas schemas-check gofacts render clean oracle parity fuzz
 
 CUE_LIB := build/cue/libtjccue.so
 FLUX_TEMPLATES := build/flux/.installed
@@ -109,6 +109,12 @@ bench: setup
 .PHONY: bench-controllers
 bench-controllers: setup e2e-binaries
 	$(BIN)/python -m bench.controllers
+
+# The long fuzz campaign (the suite runs a derandomized sample): FUZZ_DOCUMENTS inputs through
+# validate, render and explain, each run under a memory cap and time limit; prints the count.
+FUZZ_DOCUMENTS ?= 100000
+fuzz: setup
+	$(BIN)/python -m tests.fuzz.campaign --documents $(FUZZ_DOCUMENTS)
 
 render: setup
 	$(BIN)/tjc render examples/

@@ -19,7 +19,7 @@ from compiler.data import copy_json
 from compiler.defaults import default_in_place
 from compiler.diagnostics import Diagnostic, Severity, error, refused
 from compiler.resolve import RUNTIME_KINDS
-from compiler.validate import cel, schema, webhook
+from compiler.validate import cel, objectmeta, schema, webhook
 
 Obj = dict[str, Any]
 
@@ -37,6 +37,7 @@ def check_object(kind: str, doc: Mapping[str, Any], old: Mapping[str, Any] | Non
     seen = {(d.rule, d.path) for d in diagnostics}
     diagnostics += [d for d in schema.validate(kind, data) if (d.rule, d.path) not in seen]
     diagnostics += cel.validate(kind, data, old_data)
+    diagnostics += objectmeta.validate(kind, data)
     return data, diagnostics
 
 

@@ -8,6 +8,7 @@ the loader's source maps fill in locations (see `compiler.loader.locate`). Pure 
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -104,7 +105,19 @@ class Diagnostic:
         extra = "".join(f" (also {loc})" for loc in self.locations[1:])
         if self.suppression is not None:
             extra += f" (exempted by {self.suppression.justification})"
-        return f"{where}{self.severity.value}: {obj}{path}{self.message} [{self.rule}]{extra}"
+        return one_line(f"{where}{self.severity.value}: {obj}{path}{self.message} "
+                        f"[{self.rule}]{extra}")
+
+
+# Characters that would break a diagnostic's line (or the terminal) if printed raw: controls,
+# line and paragraph separators, and lone surrogates (which no encoder accepts).
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+
+
+def one_line(text: str) -> str:
+    """`text` with every unsafe character escaped (`\\n`, `\\x85`), so one diagnostic is
+    always one line and a field name cannot forge another."""
+    return _UNSAFE.sub(lambda m: repr(m.group())[1:-1], text)
 
 
 def error(rule: str, message: str, path: Path = (), *, subject: str = "trainjob") -> Diagnostic:
@@ -119,8 +132,10 @@ def has_errors(diagnostics: Iterable[Diagnostic]) -> bool:
 
 def refused(diagnostics: Iterable[Diagnostic]) -> bool:
     """True when an error is one the cluster would refuse the object for: any error but a
-    policy's (a policy deny fails the command, the cluster would still take the object)."""
-    return any(d.severity is Severity.ERROR and d.subject != "policy" for d in diagnostics)
+    policy's (a policy deny fails the command, the cluster would still take the object) or
+    one about the Pods (subject `pods`: the object is taken, its Pods are refused later)."""
+    return any(d.severity is Severity.ERROR and d.subject not in ("policy", "pods")
+               for d in diagnostics)
 
 
 def with_object(diagnostics: Sequence[Diagnostic], obj: ObjectRef) -> list[Diagnostic]:

@@ -26,7 +26,16 @@ def scalar_string(text: str) -> str:
     """A string as a YAML scalar: plain when that reads back as the same string."""
     if _PLAIN.match(text) and not text.endswith(":") and _reads_as_str(text):
         return text
-    return json.dumps(text, ensure_ascii=False)
+    return _escape_unprintable(json.dumps(text, ensure_ascii=False))
+
+
+# What YAML may not hold raw (outside its printable set) or reads as a line break (NEL, LS,
+# PS): C1 controls, DEL, surrogates, U+FEFF, U+FFFE/U+FFFF. JSON escapes them as \uXXXX too.
+_UNPRINTABLE = re.compile("[\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff]")
+
+
+def _escape_unprintable(text: str) -> str:
+    return _UNPRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def _reads_as_str(text: str) -> bool:
@@ -95,7 +104,8 @@ def yaml_stream(objects: list[dict[str, Any]]) -> str:
 
 def to_json(value: Any) -> str:
     """Canonical indented JSON."""
-    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    return _escape_unprintable(json.dumps(value, indent=2, sort_keys=True,
+                                          ensure_ascii=False)) + "\n"
 
 
 def json_list(objects: list[dict[str, Any]]) -> str:

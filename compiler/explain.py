@@ -85,6 +85,9 @@ class Explainer:
             self.trainjob, self.prepared, options=CompileOptions(trace=True))
         self.kind = kind
         self.patch_steps = self._patch_steps()
+        # Lookups by key, built once: explaining must stay linear in the size of the input.
+        self._env_index: dict[Any, int] | None = None
+        self._edit_keys: dict[int, set[Any]] = {}
 
     def _patch_steps(self) -> list[Obj]:
         """The JobSet spec after 0, 1, 2, ... runtime patches."""
@@ -161,9 +164,9 @@ class Explainer:
 
     def _keyed_list(self, base: list[Any], final: list[Any], path: Path) -> Iterator[Entry]:
         key = KEYS[str(path[-1])]
+        by_key = _first_by(key, base)
         for index, item in enumerate(final):
-            old = next((b for b in base if isinstance(b, dict) and isinstance(item, dict)
-                        and b.get(key) == item.get(key)), None)
+            old = by_key.get(_hashable(item.get(key))) if isinstance(item, dict) else None
             if path[-1] in ITEM_LISTS:
                 if item != old:
                     yield self.attribute((*path, index), item)
@@ -237,12 +240,17 @@ class Explainer:
     def _env(self, path: Path, value: Any) -> Entry | None:
         if len(path) < 2 or path[-2] != "env" or not isinstance(value, dict):
             return None
-        name = value.get("name")
-        for i, env in enumerate(self.trainer.get("env") or []):
-            if isinstance(env, dict) and env.get("name") == name:
-                return Entry(path, value, f"trainJob spec.trainer.env[{i}]",
-                             (self.tj, ("spec", "trainer", "env", i)))
-        return None
+        if self._env_index is None:
+            env = self.trainer.get("env")
+            self._env_index = {}
+            for i, item in enumerate(env if isinstance(env, list) else []):
+                if isinstance(item, dict):
+                    self._env_index.setdefault(_hashable(item.get("name")), i)
+        index = self._env_index.get(_hashable(value.get("name")))
+        if index is None:
+            return None
+        return Entry(path, value, f"trainJob spec.trainer.env[{index}]",
+                     (self.tj, ("spec", "trainer", "env", index)))
 
     def _resources(self, path: Path, value: Any) -> Entry | None:
         if len(path) < 3 or path[-3] != "resources":
@@ -278,7 +286,10 @@ class Explainer:
         field, key = fields.get(type(edit), ("", ""))
         if len(path) < 2 or path[-2] != field or not isinstance(value, dict):
             return False
-        if not any(item.get(key) == value.get(key) for item in edit.items):
+        keys = self._edit_keys.get(id(edit))
+        if keys is None:
+            keys = self._edit_keys[id(edit)] = {_hashable(item.get(key)) for item in edit.items}
+        if _hashable(value.get(key)) not in keys:
             return False
         if isinstance(edit, UpsertVolumes):
             return True
@@ -313,8 +324,8 @@ class Explainer:
 
     def text(self) -> str:
         """The whole explanation."""
-        meta = self.trainjob.get("metadata") or {}
-        rmeta = self.runtime.data.get("metadata") or {}
+        meta = _mapping(self.trainjob.get("metadata"))
+        rmeta = _mapping(self.runtime.data.get("metadata"))
         lines = [f"TrainJob {meta.get('namespace', '')}/{meta.get('name', '')} "
                  f"({self.tj.locate()}) with {self.kind} {rmeta.get('name', '')} "
                  f"({self.runtime.locate()})", "", "plugins, in graph order:"]
@@ -324,7 +335,7 @@ class Explainer:
                          f"{', '.join(sorted(plugin.provides)) or '-'}")
         lines += ["", "fields set by a plugin or the TrainJob:"]
         for obj in self.result.objects:
-            meta = obj.get("metadata") or {}
+            meta = _mapping(obj.get("metadata"))
             lines.append(f"  {obj.get('kind')} {meta.get('namespace', '')}/{meta.get('name', '')}")
             lines += [f"    {entry.text()}" for entry in self.entries(obj)]
         lines += [f"  {d.text()}" for d in self.result.diagnostics]
@@ -341,6 +352,25 @@ class Explainer:
             facts = ", ".join(sorted(data.get("facts", ())))
             out.append(f'  "{source}" -> "{target}" [label="{facts}"];')
         return "\n".join([*out, "}"]) + "\n"
+
+
+def _mapping(value: Any) -> Obj:
+    return value if isinstance(value, dict) else {}
+
+
+def _hashable(value: Any) -> Any:
+    """A value usable as a dict key (its JSON text when it is a list or mapping)."""
+    return json.dumps(value, sort_keys=True, default=str) if isinstance(value, (dict, list)) \
+        else value
+
+
+def _first_by(key: str, items: list[Any]) -> dict[Any, Any]:
+    """The first mapping of `items` for each value of `key`."""
+    out: dict[Any, Any] = {}
+    for item in items:
+        if isinstance(item, dict):
+            out.setdefault(_hashable(item.get(key)), item)
+    return out
 
 
 def find_runtime(trainjob: Document, runtimes: list[Document]) -> Document | Diagnostic:

@@ -10,6 +10,8 @@ diagnostic needs them: `Document.locate` re-composes the file once and maps fiel
 
 from __future__ import annotations
 
+import math
+import re
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -22,16 +24,47 @@ from compiler import yamlscalars
 from compiler.diagnostics import Diagnostic, Location, error
 from compiler.diagnostics import Path as FieldPath
 from compiler.errors import InputError
+from compiler.loadlimits import (
+    MAX_NODES,
+    expanded_limit,
+    expansion_problem,
+    too_deep,
+    too_deep_error,
+)
 from compiler.yamlscalars import mapping_key
 
 MAX_BYTES = 64 * 1024 * 1024
-MAX_NODES = 1_000_000
 SUFFIXES = (".yaml", ".yml", ".json")
 Obj = dict[str, Any]
 
 
 class _Loader(yaml.CSafeLoader):
-    """libyaml's safe loader; timestamps stay strings, duplicate keys are errors."""
+    """libyaml's safe loader; timestamps stay strings, duplicate keys are errors, and a value
+    a standard tag cannot build (`!!int x`, `!!bool maybe`) is a marked error, not a crash."""
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        """Build one node; a constructor's ValueError/TypeError becomes a marked YAML error."""
+        try:
+            value = super().construct_object(node, deep)
+        except (ValueError, TypeError, LookupError, ArithmeticError) as exc:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"{node.tag} cannot hold {_short(node)}", node.start_mark) from exc
+        if isinstance(value, float) and not math.isfinite(value):
+            raise yaml.constructor.ConstructorError(
+                None, None, f"{value} has no JSON form", node.start_mark)
+        return value
+
+
+def _short(node: yaml.Node) -> str:
+    if not isinstance(node, yaml.ScalarNode):
+        return "a collection"
+    text = str(node.value)
+    return repr(text if len(text) <= 40 else text[:37] + "...")
+
+
+def _unsupported(loader: _Loader, node: yaml.Node) -> None:
+    raise yaml.constructor.ConstructorError(
+        None, None, f"{node.tag} has no JSON form", node.start_mark)
 
 
 def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> Obj:
@@ -39,6 +72,11 @@ def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> Obj:
     out: Obj = {}
     for key_node, value_node in node.value:
         key = loader.construct_object(key_node, deep=True)
+        if key is None or isinstance(key, (dict, list)):
+            raise yaml.constructor.ConstructorError(
+                "while constructing a mapping", node.start_mark,
+                f"a {'null' if key is None else 'collection'} cannot be a key: keys must be "
+                "strings, numbers or booleans", key_node.start_mark)
         if not isinstance(key, str):
             key = mapping_key(key, key_node) if key is None or isinstance(
                 key, (int, float, bool)) else key
@@ -58,6 +96,8 @@ def _construct_str(loader: _Loader, node: yaml.ScalarNode) -> str:
 _Loader.add_constructor("tag:yaml.org,2002:map", _construct_mapping)
 _Loader.add_constructor("tag:yaml.org,2002:timestamp", _construct_str)
 _Loader.add_constructor("tag:yaml.org,2002:binary", _construct_str)
+for _tag in ("set", "omap", "pairs"):
+    _Loader.add_constructor(f"tag:yaml.org,2002:{_tag}", _unsupported)
 yamlscalars.install(_Loader)  # plain scalars as kubectl reads them
 
 
@@ -69,12 +109,15 @@ class Source:
     text: str
     _positions: list[dict[FieldPath, tuple[int, int]]] = field(default_factory=list, repr=False)
     _pending: Iterator[dict[FieldPath, tuple[int, int]]] | None = field(default=None, repr=False)
+    limit: int | None = field(default=None, repr=False)
 
     def positions(self, index: int) -> dict[FieldPath, tuple[int, int]]:
         """Field path -> (line, col), 1-based, for the document at `index`. Documents are
         composed only as far as the last one asked for."""
         if self._pending is None:
             self._pending = _compose_positions(self.text)
+        if self.limit is not None and index >= self.limit:
+            return {}
         while len(self._positions) <= index:
             table = next(self._pending, None)
             if table is None:
@@ -159,37 +202,61 @@ def read_source(path: str) -> Source:
 def iter_source(source: Source) -> Iterator[Document | Diagnostic]:
     """Each mapping document of a source in turn, or a located diagnostic for a bad one.
 
-    Lazy, so a long stream is never held in memory at once; a syntax error ends the stream.
+    Lazy, so a long stream is never held in memory at once; a syntax error, or a document
+    nested too deeply to compose safely, ends the stream.
     """
-    aliases = "*" in source.text
-    index = 0
+    deep = too_deep(source.text)
+    if deep is not None:
+        source.limit = deep[0]
+    limit = expanded_limit(len(source.text)) if "*" in source.text else 0
     try:
-        for index, data in enumerate(yaml.load_all(source.text, Loader=_Loader)):
-            if data is None:
-                continue
-            where = Document({}, source, index)
-            if not isinstance(data, dict):
-                yield error("TJC-INPUT-NOT-OBJECT",
-                            f"document {index + 1} is a {type(data).__name__}, expected a "
-                            "mapping with apiVersion and kind").at(where.locate())
-                continue
-            problem = _expansion_problem(data) if aliases else None
-            if problem:
-                yield problem.at(where.locate())
-                continue
-            yield from _expand_list(Document(data, source, index))
+        yield from _documents(source, limit)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where_mark = Location(source.name, mark.line + 1, mark.column + 1) if mark else \
             Location(source.name, 1, 1)
-        problem_text = exc.problem or "invalid YAML"
+        problem_text = _one_line(exc.problem or "invalid YAML")
         yield error("TJC-INPUT-SYNTAX", f"cannot parse YAML: {problem_text}").at(where_mark)
+    except yaml.reader.ReaderError as exc:
+        before = source.text[:exc.position]
+        where = Location(source.name, before.count("\n") + 1,
+                         exc.position - before.rfind("\n"))
+        yield error("TJC-INPUT-SYNTAX", f"cannot parse YAML: character U+{exc.character:04X} "
+                    f"is not allowed: {exc.reason}").at(where)
     except yaml.YAMLError as exc:
-        yield error("TJC-INPUT-SYNTAX", f"cannot parse YAML: {exc}").at(
+        yield error("TJC-INPUT-SYNTAX", f"cannot parse YAML: {_one_line(str(exc))}").at(
             Location(source.name, 1, 1))
-    except RecursionError:
-        yield error("TJC-INPUT-TOO-DEEP", f"document {index + 2} is nested too deeply").at(
-            Location(source.name, 1, 1))
+    if deep is not None:
+        yield too_deep_error(deep[0]).at(Location(source.name, deep[1], deep[2]))
+
+
+def _documents(source: Source, limit: int) -> Iterator[Document | Diagnostic]:
+    """The documents before `source.limit`, built; `limit` bounds alias expansion (0: none)."""
+    if source.limit == 0:
+        return
+    for index, data in enumerate(yaml.load_all(source.text, Loader=_Loader)):
+        if data is not None:
+            yield from _checked(Document({}, source, index), data, limit)
+        if source.limit is not None and index + 1 >= source.limit:
+            return
+
+
+def _checked(where: Document, data: Any, limit: int) -> Iterator[Document | Diagnostic]:
+    if not isinstance(data, dict):
+        yield error("TJC-INPUT-NOT-OBJECT",
+                    f"document {where.index + 1} is a {type(data).__name__}, expected a "
+                    "mapping with apiVersion and kind").at(where.locate())
+        return
+    problem = expansion_problem(data, limit) if limit else None
+    if problem:
+        yield problem.at(where.locate())
+        return
+    yield from _expand_list(Document(data, where.source, where.index))
+
+
+def _one_line(text: str) -> str:
+    """libyaml's messages span lines (`in "<unicode string>", line 3`); keep the first."""
+    return re.sub(r"\s+", " ", text.split("\n  in ")[0]).strip()
 
 
 def _expand_list(doc: Document) -> Iterator[Document | Diagnostic]:
@@ -219,32 +286,6 @@ def parse_source(source: Source) -> tuple[list[Document], list[Diagnostic]]:
     return docs, problems
 
 
-def _expansion_problem(data: Obj) -> Diagnostic | None:
-    """Documents whose aliases expand beyond MAX_NODES values (or refer to themselves)."""
-    sizes: dict[int, int] = {}
-
-    def size(value: Any) -> int:
-        if not isinstance(value, (dict, list)):
-            return 1
-        key = id(value)
-        if key in sizes:
-            if sizes[key] < 0:
-                raise RecursionError
-            return sizes[key]
-        sizes[key] = -1
-        items = value.values() if isinstance(value, dict) else value
-        total = 1 + sum(size(item) for item in items)
-        sizes[key] = total
-        return total
-
-    try:
-        if size(data) <= MAX_NODES:
-            return None
-    except RecursionError:
-        return error("TJC-INPUT-ALIAS", "a YAML alias refers to itself")
-    return error("TJC-INPUT-ALIAS", f"YAML aliases expand to more than {MAX_NODES} values")
-
-
 def expand_paths(paths: Sequence[str]) -> Iterator[str]:
     """Files named directly, and .yaml/.yml/.json files below folders (sorted)."""
     for path in paths:
@@ -254,8 +295,8 @@ def expand_paths(paths: Sequence[str]) -> Iterator[str]:
         candidate = Path(path)
         if candidate.is_dir():
             yield from sorted(str(p) for p in candidate.rglob("*")
-                              if p.suffix in SUFFIXES and p.is_file()
-                              and not any(part.startswith(".") for part in p.parts[1:]))
+                              if p.suffix in SUFFIXES and p.is_file() and not any(
+                                  part.startswith(".") for part in p.relative_to(candidate).parts))
         else:
             yield path
 

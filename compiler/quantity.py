@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from decimal import Decimal
 from fractions import Fraction
 from functools import lru_cache
 
@@ -29,6 +30,10 @@ _PATTERN = re.compile(
 )
 _NANO = Fraction(1, 10**9)
 _MAX_INT64 = 2**63 - 1
+# Bounds that keep every quantity's arithmetic and text small (Go's int64 fast path ends near
+# 1e18; beyond these no resource amount is meaningful).
+MAX_DIGITS = 400
+MAX_EXPONENT = 400
 
 
 class QuantityError(ValueError):
@@ -65,8 +70,12 @@ def parse(text: str | int | float) -> Quantity:
     if match is None:
         raise QuantityError(f"quantities must match the regular expression "
                             f"'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$': {raw!r}")
-    number = Fraction(match["num"])
     suffix = match["suffix"] or ""
+    exponent = suffix[1:].lstrip("+-").lstrip("0") if suffix[:1] in ("e", "E") else ""
+    if len(match["num"]) > MAX_DIGITS or len(exponent) > 4 or int(exponent or 0) > MAX_EXPONENT:
+        raise QuantityError(f"quantities beyond {MAX_DIGITS} digits or an exponent of "
+                            f"{MAX_EXPONENT} are not supported: {raw[:40]!r}")
+    number = Fraction(match["num"])
     if suffix in _BINARY_SUFFIXES:
         value, fmt = number * 1024 ** _BINARY_SUFFIXES[suffix], BINARY
     elif suffix in _DECIMAL_SUFFIXES:
@@ -88,8 +97,16 @@ def _number_text(text: str | int | float) -> str:
     if isinstance(text, float):
         if not math.isfinite(text):
             raise QuantityError(f"quantities must be finite: {text!r}")
-        return repr(text) if "e" not in repr(text) else format(Fraction(text), "f")
+        return repr(text) if "e" not in repr(text) else _go_json_float(text)
     return text
+
+
+def _go_json_float(number: float) -> str:
+    """The text Go's encoding/json gives a float64 (what kubectl sends): the shortest digits,
+    in exponent form below 1e-6 and from 1e21 up (`e-07` shortened to `e-7`), plain otherwise."""
+    if abs(number) < 1e-6 or abs(number) >= 1e21:
+        return re.sub(r"e-0(\d)$", r"e-\1", repr(number))
+    return format(Decimal(repr(number)), "f")
 
 
 def _round_up_nano(value: Fraction) -> Fraction:

@@ -30,7 +30,8 @@ class RuntimeKey:
 
 def runtime_key(runtime: Obj) -> RuntimeKey:
     """The lookup key of a runtime document."""
-    meta = runtime.get("metadata") or {}
+    meta = runtime.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
     kind = str(runtime.get("kind", ""))
     namespace = str(meta.get("namespace") or "default") if kind == "TrainingRuntime" else ""
     return RuntimeKey(kind, namespace, str(meta.get("name", "")))

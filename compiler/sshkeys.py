@@ -9,14 +9,18 @@ key file for every TrainJob (byte-stable output for GitOps, with the key kept in
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
+import stat
 
+from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from compiler.context import SSHKeyPair, SSHKeySource
 from compiler.diagnostics import error
 from compiler.errors import InputError
+
+MAX_KEY_BYTES = 64 * 1024
 
 
 def _pair(key: ec.EllipticCurvePrivateKey) -> SSHKeyPair:
@@ -33,16 +37,29 @@ def generated() -> SSHKeySource:
     return lambda namespace, name: _pair(ec.generate_private_key(ec.SECP521R1()))
 
 
-def from_file(path: str) -> SSHKeySource:
-    """A source that returns the key pair of one PEM ECDSA P-521 private key file."""
+def _read_key_file(path: str) -> bytes:
+    """A regular file's first MAX_KEY_BYTES + 1 bytes; never blocks on a FIFO or device."""
     try:
-        data = Path(path).read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as exc:
         raise InputError(error("TJC-SSH-KEY", f"cannot read SSH key {path}: "
                                f"{exc.strerror or exc}")) from exc
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise InputError(error("TJC-SSH-KEY", f"SSH key {path} is not a regular file"))
+        data = handle.read(MAX_KEY_BYTES + 1)
+    if len(data) > MAX_KEY_BYTES:
+        raise InputError(error("TJC-SSH-KEY", f"SSH key {path} is larger than "
+                               f"{MAX_KEY_BYTES} bytes; a PEM P-521 key is about 400"))
+    return data
+
+
+def from_file(path: str) -> SSHKeySource:
+    """A source that returns the key pair of one PEM ECDSA P-521 private key file."""
+    data = _read_key_file(path)
     try:
         key = serialization.load_pem_private_key(data, password=None)
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, UnsupportedAlgorithm) as exc:
         raise InputError(error("TJC-SSH-KEY", f"{path} is not an unencrypted PEM private "
                                "key")) from exc
     if not isinstance(key, ec.EllipticCurvePrivateKey) or key.curve.name != "secp521r1":

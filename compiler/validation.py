@@ -20,7 +20,7 @@ from compiler.diagnostics import Diagnostic, ObjectRef, Severity, error, has_err
 from compiler.inputs import RuntimeEntry, classified, runtime_table
 from compiler.loader import Document, Source, iter_source
 from compiler.resolve import RuntimeKey, runtime_key, wanted_key
-from compiler.validate import quirks, webhook
+from compiler.validate import podresources, quirks, webhook
 
 if TYPE_CHECKING:
     from compiler.policy.check import PolicyChecker
@@ -50,7 +50,9 @@ def object_key(data: Obj) -> ObjectKey:
 def object_ref(data: Obj) -> ObjectRef:
     """kind/name/namespace of a document as written (a cluster runtime has no namespace)."""
     kind, namespace, name = object_key(data)
-    if kind != "ClusterTrainingRuntime" and not (data.get("metadata") or {}).get("namespace"):
+    meta = data.get("metadata")
+    if kind != "ClusterTrainingRuntime" and not (meta.get("namespace") if isinstance(meta, dict)
+                                                 else None):
         namespace = ""
     return ObjectRef(kind, name, namespace)
 
@@ -58,6 +60,7 @@ def object_ref(data: Obj) -> ObjectRef:
 def check_document(doc: Document, old: Obj | None = None) -> Checked:
     """Structural pass, defaults, JSON Schema and CEL for one document."""
     data, diagnostics = admission.check_object(str(doc.data.get("kind")), doc.data, old)
+    diagnostics = diagnostics + podresources.validate(data)
     return Checked(doc, data, diagnostics)
 
 
@@ -178,7 +181,9 @@ def validate_stream(sources: Sequence[Source], builtin: Sequence[Document] = (),
     input by a worker process, in parallel with the rest)."""
     table, notes = runtime_table(sources, builtin)
     yield from notes
-    validator = Validator(table, _previous(previous), policies)
+    old, problems = _previous(previous)
+    yield from problems
+    validator = Validator(table, old, policies)
     worker = None if policies is None else policies.start_worker(sources)
     if worker is None:
         for item in classified(sources):
@@ -223,13 +228,18 @@ def _once(policies: PolicyChecker | None, found: list[Diagnostic]) -> list[Diagn
     return found if policies is None else policies.once(found)
 
 
-def _previous(sources: Sequence[Source]) -> dict[ObjectKey, Obj]:
+def _previous(sources: Sequence[Source]) -> tuple[dict[ObjectKey, Obj], list[Diagnostic]]:
+    """The previous versions by object, and the problems reading them (a file that does not
+    parse must not pass for one without the objects)."""
     out: dict[ObjectKey, Obj] = {}
+    problems: list[Diagnostic] = []
     for source in sources:
         for doc in iter_source(source):
             if isinstance(doc, Document):
                 out[object_key(doc.data)] = doc.data
-    return out
+            else:
+                problems.append(doc)
+    return out, problems
 
 
 def validate_documents(documents: Iterable[Mapping[str, Any]],

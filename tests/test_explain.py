@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from compiler.cli.main import main
+from compiler.diagnostics import Diagnostic
 
 EXAMPLE = str(Path(__file__).resolve().parent.parent / "examples" / "jax-mnist.yaml")
 
@@ -43,7 +44,8 @@ def test_missing_runtime_and_no_trainjob(tmp_path: Path,
     job = tmp_path / "job.yaml"
     job.write_text(Path(EXAMPLE).read_text().replace("jax-distributed", "nope"))
     code, _, err = run(["explain", str(job)], capsys)
-    assert code == 1 and "not found ClusterTrainingRuntime" in err and f"{job}:9:11:" in err
+    assert code == 1 and "clusterTrainingRuntime must be created before the TrainJob" in err
+    assert f"{job}:9:5: error:" in err, "explain checks the TrainJob as render does"
     other = tmp_path / "cm.yaml"
     other.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
     code, _, err = run(["explain", str(other)], capsys)
@@ -58,3 +60,37 @@ def test_own_runtime_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     job.write_text(Path(EXAMPLE).read_text().replace("jax-distributed", "my-jax"))
     code, out, _ = run(["explain", str(job), "--runtime", str(mine)], capsys)
     assert code == 0 and f"ClusterTrainingRuntime my-jax ({mine}:" in out
+
+
+def test_explain_validates_like_render_and_stays_linear(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """20k env entries: the CLI refuses them as validate does (exit 1, located); the explainer
+    itself, handed them anyway, takes seconds, not the minutes a quadratic lookup took."""
+    import time
+
+    from compiler.builtin import builtin_runtimes
+    from compiler.explain import Explainer, find_runtime
+    from compiler.loader import Source, parse_source
+
+    env = "".join(f"      - name: E{i}\n        value: v{i}\n" for i in range(20_000))
+    text = Path(EXAMPLE).read_text().replace("    env:\n", "    env:\n" + env)
+    job = tmp_path / "job.yaml"
+    job.write_text(text)
+    code, out, err = run(["explain", str(job)], capsys)
+    assert (code, out) == (1, "")
+    assert f"{job}:20:7: error: TrainJob default/jax-mnist: spec.trainer.env: must have at " \
+           "most 128 items" in err
+    docs, _ = parse_source(Source("job.yaml", text))
+    runtime = find_runtime(docs[0], list(builtin_runtimes()))
+    assert not isinstance(runtime, Diagnostic)
+    start = time.monotonic()
+    lines = Explainer(docs[0], runtime).text().count("<- trainJob spec.trainer.env[")
+    assert lines == 20_001 and time.monotonic() - start < 20
+
+
+def test_explain_reports_every_parse_problem_located(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    job = tmp_path / "job.yaml"
+    job.write_text(Path(EXAMPLE).read_text() + "---\na: [\n")
+    code, _, err = run(["explain", str(job)], capsys)
+    assert code == 1 and err.startswith(f"{job}:") and "[TJC-INPUT-SYNTAX]" in err

@@ -12,7 +12,8 @@ from compiler import quantity, smp, upsert
 from compiler.defaults import apply_defaults
 from compiler.diagnostics import Severity
 from compiler.errors import CompileError, PluginGraphError
-from compiler.loader import MAX_NODES, Source, parse_source
+from compiler.loader import Source, parse_source
+from compiler.loadlimits import MAX_NODES
 from compiler.plugins import REGISTRY
 from compiler.plugins._orders import ORDERS
 from compiler.plugins.base import PluginResult, PluginSpec

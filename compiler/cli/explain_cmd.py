@@ -8,9 +8,8 @@ import sys
 from typing import Any
 
 from compiler.builtin import builtin_runtimes
-from compiler.diagnostics import Diagnostic
-from compiler.errors import InputError
-from compiler.loader import Document, parse_source, read_sources
+from compiler.diagnostics import Diagnostic, Severity, one_line, refused
+from compiler.loader import Document, Source, parse_source, read_sources
 
 HELP = "explain which plugin or input set each field of a TrainJob's output"
 EPILOG = """\
@@ -34,29 +33,52 @@ def register(verbs: Any) -> None:
     parser.set_defaults(func=run)
 
 
-def _documents(paths: list[str]) -> list[Document]:
+def _documents(paths: list[str]) -> tuple[list[Source], list[Document], list[Diagnostic]]:
+    sources = read_sources(paths)
     docs: list[Document] = []
-    for source in read_sources(paths):
-        found, problems = parse_source(source)
-        if problems:
-            raise InputError(problems[0])
+    problems: list[Diagnostic] = []
+    for source in sources:
+        found, bad = parse_source(source)
         docs.extend(found)
-    return docs
+        problems.extend(bad)
+    return sources, docs, problems
+
+
+def _refusals(trainjob: Document, sources: list[Source], builtin: list[Document]
+              ) -> list[Diagnostic]:
+    """What `tjc validate` says of the TrainJob (and its runtime), as render checks it."""
+    from compiler.inputs import runtime_table
+    from compiler.validation import Validator
+
+    table, notes = runtime_table(sources, builtin)
+    return [*notes, *Validator(table).check_trainjob(trainjob)[0]]
 
 
 def run(args: argparse.Namespace) -> int:
-    """Explain the first TrainJob of the file."""
+    """Explain the first TrainJob of the file, once it passes validation."""
     from compiler.explain import Explainer, find_runtime
 
-    docs = _documents([args.trainjob])
-    trainjob = next((d for d in docs if d.data.get("kind") == "TrainJob"), None)
+    sources, docs, problems = _documents([args.trainjob, *args.runtime])
+    for problem in problems:
+        print(problem.text(), file=sys.stderr)
+    trainjob = next((d for d in docs if d.source is sources[0]
+                     and d.data.get("kind") == "TrainJob"), None)
+    if trainjob is None and problems:
+        return 1
     if trainjob is None:
-        print(f"tjc: {args.trainjob} holds no TrainJob", file=sys.stderr)
+        print(one_line(f"tjc: {args.trainjob} holds no TrainJob"), file=sys.stderr)
         return 2
-    runtime = find_runtime(trainjob, [*docs, *_documents(args.runtime), *builtin_runtimes()])
+    builtin = list(builtin_runtimes())
+    found = _refusals(trainjob, sources, builtin)
+    for diag in found:
+        if diag.severity is not Severity.NOTICE:
+            print(diag.text(), file=sys.stderr)
+    if refused(found):
+        return 1
+    runtime = find_runtime(trainjob, [*docs, *builtin])
     if isinstance(runtime, Diagnostic):
         print(runtime.text(), file=sys.stderr)
         return 1
     explainer = Explainer(trainjob, runtime)
     sys.stdout.write(explainer.dot() if args.graph == "dot" else explainer.text())
-    return 0 if explainer.result.ok else 1
+    return 0 if explainer.result.ok and not problems else 1

@@ -16,6 +16,7 @@ from compiler.cli import (
     diff_cmd,
     explain_cmd,
     krm_cmd,
+    pipes,
     policies_cmd,
     render_cmd,
     run_cmd,
@@ -23,6 +24,7 @@ from compiler.cli import (
     validate_cmd,
 )
 from compiler.cli.policy_opts import PolicySetupError
+from compiler.diagnostics import one_line
 from compiler.errors import InputError
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
@@ -82,6 +84,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run `tjc`; returns the exit code (the console script exits with it)."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    with pipes.guarded():
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         code: int = args.func(args)
     except PolicySetupError as exc:
@@ -89,7 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(diag.text(), file=sys.stderr)
         return EXIT_USAGE
     except InputError as exc:
-        print(f"tjc: {exc.diagnostic.message}", file=sys.stderr)
+        print(one_line(f"tjc: {exc.diagnostic.message}"), file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130

@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import argparse
-import os
+import contextlib
 import sys
-import tempfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compiler import emit
 from compiler.builtin import builtin_runtimes
-from compiler.cli import passthrough_cmd, policy_opts
+from compiler.cli import outdir, passthrough_cmd, policy_opts
 from compiler.context import CompileOptions, SSHKeySource
 from compiler.diagnostics import Diagnostic, Severity, error, has_errors
-from compiler.loader import read_sources
+from compiler.errors import InputError
+from compiler.loader import Document, Source, read_sources
 from compiler.render import JobResult, render_stream
+
+if TYPE_CHECKING:
+    from compiler.policy.check import PolicyChecker
 
 HELP = "render TrainJobs into the JobSet (and side objects) Kubeflow Trainer creates"
 EPILOG = """\
@@ -23,6 +27,7 @@ examples:
   tjc render examples/                          every TrainJob below a folder
   tjc render job.yaml my-runtime.yaml -o json   with a runtime of your own, as JSON
   tjc render jobs/ --output-dir rendered/       one file per TrainJob: rendered/<ns>/<name>.yaml
+  tjc render jobs/ --output-dir rendered/ --dry-run   what that would write and delete
   tjc render mpi-job.yaml --mpi-ssh-key generate  also emit the MPI SSH Secret (new keys)
   tjc render jobs/ --policy team-policies/       enforce your own CUE packs too
   kustomize build overlays/prod | tjc render --passthrough -   everything, TrainJobs rendered
@@ -30,7 +35,6 @@ examples:
       --post-renderer-args --passthrough --post-renderer-args -
   kubectl get trainjob mnist -o yaml | tjc render -
 """
-MANIFEST = ".tjc-render-manifest"
 
 
 def register(verbs: Any) -> None:
@@ -42,7 +46,11 @@ def register(verbs: Any) -> None:
     parser.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml",
                         help="output format (default: yaml; json prints a v1 List)")
     parser.add_argument("--output-dir", metavar="DIR",
-                        help="write one file per TrainJob below DIR instead of stdout")
+                        help="write one file per TrainJob below DIR instead of stdout, and "
+                        "delete the files it wrote there for TrainJobs no longer in the inputs")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="with --output-dir: write nothing, list the files that would be "
+                        "written and deleted")
     parser.add_argument("--no-builtin-runtimes", action="store_true",
                         help="do not load the built-in ClusterTrainingRuntimes")
     parser.add_argument("--no-validate", action="store_true",
@@ -69,15 +77,28 @@ def run(args: argparse.Namespace) -> int:
     sources = read_sources(args.paths)
     builtin = () if args.no_builtin_runtimes else builtin_runtimes()
     options = CompileOptions(ssh_keys=_ssh_keys(args.mpi_ssh_key))
-    writer = DirWriter(Path(args.output_dir), args.output) if args.output_dir else None
     objects: list[dict[str, Any]] = []
     errors = False
     checker = None if args.no_validate else policy_opts.build(args)
+    writer = _writer(args)
+    with contextlib.ExitStack() as stack:
+        if writer is not None:
+            stack.callback(writer.release)
+        errors = _render(args, sources, builtin, options, checker, writer, objects)
+    sys.stdout.flush()
+    return 1 if errors else 0
+
+
+def _render(args: argparse.Namespace, sources: list[Source], builtin: Sequence[Document],
+            options: CompileOptions, checker: PolicyChecker | None,
+            writer: outdir.DirWriter | None, objects: list[dict[str, Any]]) -> bool:
+    """Render every TrainJob to stdout or DIR; True when anything had errors."""
+    errors = False
     for item in render_stream(sources, builtin, options, validate=not args.no_validate,
                               policies=checker):
         diagnostics = [item] if isinstance(item, Diagnostic) else item.diagnostics
         if isinstance(item, JobResult) and writer is not None:
-            diagnostics += writer.write(item)
+            diagnostics += _write(writer, item, args.output)
         elif isinstance(item, JobResult) and args.output == "json":
             objects.extend(item.objects)
         elif isinstance(item, JobResult):
@@ -88,11 +109,12 @@ def run(args: argparse.Namespace) -> int:
         report(checker.policies.errors, quiet=args.quiet)
         errors = True
     if writer is not None:
-        writer.close()
+        closing = _finish(writer)
+        report(closing, quiet=args.quiet)
+        errors = errors or has_errors(closing)
     elif args.output == "json":
         sys.stdout.write(emit.json_list(objects))
-    sys.stdout.flush()
-    return 1 if errors else 0
+    return errors
 
 
 def _ssh_keys(choice: str | None) -> SSHKeySource | None:
@@ -111,39 +133,29 @@ def report(diagnostics: list[Diagnostic], *, quiet: bool) -> None:
         print(diag.text(), file=sys.stderr)
 
 
-class DirWriter:
-    """Writes `<ns>/<name>.<fmt>` per TrainJob below a folder; replaces only files it wrote
-    before (listed in the folder's manifest), never a file the user wrote."""
-
-    def __init__(self, out_dir: Path, fmt: str) -> None:
-        self.out_dir, self.fmt = out_dir, fmt
-        out_dir.mkdir(parents=True, exist_ok=True)
-        self.manifest = out_dir / MANIFEST
-        self.owned = set(self.manifest.read_text().split()) if self.manifest.exists() else set()
-
-    def write(self, job: JobResult) -> list[Diagnostic]:
-        """Write one TrainJob's objects, or say why not."""
-        if not job.objects:
-            return []
-        rel = f"{job.name}.{self.fmt}"
-        target = self.out_dir / rel
-        if target.exists() and rel not in self.owned:
-            return [error("TJC-OUTPUT-EXISTS", f"{target} exists and was not written by tjc "
-                          "render; not overwritten")]
-        text = emit.json_list(job.objects) if self.fmt == "json" else \
-            emit.yaml_stream(job.objects)
-        _atomic_write(target, text)
-        self.owned.add(rel)
-        return []
-
-    def close(self) -> None:
-        """Record which files this command owns."""
-        _atomic_write(self.manifest, "".join(f"{name}\n" for name in sorted(self.owned)))
+def _writer(args: argparse.Namespace) -> outdir.DirWriter | None:
+    if args.dry_run and not args.output_dir:
+        raise InputError(error("TJC-USAGE", "--dry-run needs --output-dir"))
+    if not args.output_dir:
+        return None
+    return outdir.DirWriter(Path(args.output_dir), args.output, outdir.inputs_key(args.paths),
+                            dry_run=args.dry_run)
 
 
-def _atomic_write(target: Path, text: str) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tjc-")
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.replace(tmp, target)
+def _write(writer: outdir.DirWriter, job: JobResult, fmt: str) -> list[Diagnostic]:
+    """Write one TrainJob's file; a refusal is located at the TrainJob's name."""
+    text = "" if not job.objects else \
+        emit.json_list(job.objects) if fmt == "json" else emit.yaml_stream(job.objects)
+    found = writer.write(*outdir.job_names(job.trainjob.data), job.objects, text)
+    return [d.at(job.trainjob.locate(("metadata", "name"))) for d in found]
+
+
+def _finish(writer: outdir.DirWriter) -> list[Diagnostic]:
+    """Prune and record; on a dry run, list what would be written and deleted."""
+    found = writer.close()
+    if writer.dry_run:
+        for rel in writer.plan.written:
+            sys.stdout.write(f"would write {writer.root / rel}\n")
+        for rel in writer.plan.deleted:
+            sys.stdout.write(f"would delete {writer.root / rel}\n")
+    return found

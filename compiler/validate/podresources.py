@@ -1,0 +1,72 @@
+"""Resource amounts the Pods would be refused for, found before any Pod exists.
+
+The CRDs accept any quantity in `resources` and `resourcesPerNode`; the API server refuses
+the Pod later (`ValidateResourceRequirements` of Kubernetes' core validation): every amount
+must be greater than or equal to 0, and an extended resource (a vendor's device such as
+`nvidia.com/gpu`: a qualified name with a domain that is not `kubernetes.io`) must be a whole
+number. A TrainJob or runtime that asks for -1 or 0.5 GPUs is taken by the cluster and gets
+its JobSet, whose Pods never start: an error about the Pods (subject `pods`), so render still
+prints what the controller builds and exits 1. Pure; called by `compiler.validation.check_document`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from compiler.diagnostics import Diagnostic, Path, error
+from compiler.quantity import QuantityError, parse
+from compiler.validate.objectmeta import is_qualified_name
+
+_HOLDERS = frozenset({"resources", "resourcesPerNode"})
+_MAX_WALK = 100
+
+
+def is_extended(name: str) -> bool:
+    """`IsExtendedResourceName`: not native (no `/`, or a kubernetes.io domain), not a quota
+    `requests.` name, and a qualified name once prefixed with `requests.`."""
+    native = "/" not in name or "kubernetes.io/" in name
+    return not native and not name.startswith("requests.") and \
+        not is_qualified_name(f"requests.{name}")
+
+
+def validate(data: Any) -> list[Diagnostic]:
+    """Every negative amount and every fractional extended-resource amount in a document."""
+    return list(_walk(data, (), 0))
+
+
+def _walk(value: Any, path: Path, depth: int) -> Iterator[Diagnostic]:
+    if depth > _MAX_WALK:
+        return
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key in _HOLDERS and isinstance(item, dict):
+                yield from _amounts(item, (*path, key))
+            yield from _walk(item, (*path, key), depth + 1)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _walk(item, (*path, i), depth + 1)
+
+
+def _amounts(holder: dict[str, Any], path: Path) -> Iterator[Diagnostic]:
+    for group in ("requests", "limits"):
+        amounts = holder.get(group)
+        if not isinstance(amounts, dict):
+            continue
+        for name, amount in amounts.items():
+            yield from _amount(name, amount, (*path, group, name))
+
+
+def _amount(name: str, amount: Any, path: Path) -> Iterator[Diagnostic]:
+    if isinstance(amount, bool) or not isinstance(amount, (str, int)):
+        return
+    try:
+        value = parse(amount).value
+    except QuantityError:
+        return
+    if value < 0:
+        yield error("TJC-RESOURCE-NEGATIVE", f"{name} is {amount}: must be greater than or "
+                    "equal to 0; the Pods would be refused", path, subject="pods")
+    elif is_extended(name) and value.denominator != 1:
+        yield error("TJC-RESOURCE-NOT-INTEGER", f"{name} is {amount}: an extended resource "
+                    "must be an integer; the Pods would be refused", path, subject="pods")

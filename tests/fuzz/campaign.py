@@ -1,0 +1,128 @@
+"""The long fuzz campaign behind `make fuzz`: run the fuzz strategies until N documents were
+fed to tjc, keep going past findings, and report the count and every distinct finding.
+
+    python -m tests.fuzz.campaign --documents 100000 [--seed S]
+
+Each family of `tests.fuzz.strategies` gets its share of the budget; hypothesis drives the
+generation (not derandomized: every campaign explores anew unless --seed is given). A finding
+is a broken promise of `tests.fuzz.harness.problems`; the first case of each distinct finding
+is written to `build/fuzz/findings/` so it can become a regression test. Exit 1 when anything
+was found.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import signal
+import sys
+import time
+from collections import Counter
+from typing import Any
+
+from hypothesis import HealthCheck, given, seed, settings
+from hypothesis.errors import HypothesisException
+
+from tests.fuzz import strategies as fs
+from tests.fuzz.harness import REPO, Case, Worker, problems
+
+# Streams of several documents per run: most of a run's cost is fixed (runtimes, policies).
+FAMILIES = {"token-soup": lambda: fs.cases_for(fs.single(fs.soup_stream(10))),
+            "deep-nesting": lambda: fs.cases_for(fs.single(fs.deep_text())),
+            "malformed-objects": lambda: fs.cases_for(fs.single(fs.objects_text(12))),
+            "mutated-golden": lambda: fs.cases_for(fs.mutated_golden())}
+SHARE = {"token-soup": 0.3, "deep-nesting": 0.02, "malformed-objects": 0.34,
+         "mutated-golden": 0.34}
+CHUNK = 200
+OUT = REPO / "build" / "fuzz" / "findings"
+
+
+class Tally:
+    """Documents and runs so far, and the findings by kind."""
+
+    def __init__(self) -> None:
+        self.documents = 0
+        self.runs = 0
+        self.findings: Counter[str] = Counter()
+        self.examples: dict[str, Case] = {}
+
+    def record(self, case: Case, found: list[str]) -> None:
+        """Count one run and file its findings under a key without the variable parts."""
+        self.documents += case.documents
+        self.runs += 1
+        for finding in found:
+            key = re.sub(r"'[^']*'|\"[^\"]*\"|\d+", "_", finding.splitlines()[-1])[:160]
+            self.findings[key] += 1
+            self.examples.setdefault(key, case)
+
+
+def _family(name: str, budget: int, worker: Worker, tally: Tally, rng: int | None) -> None:
+    """Run one family until its share of documents is done."""
+    done = {"documents": 0}
+
+    @settings(max_examples=CHUNK, deadline=None, database=None, derandomize=False,
+              suppress_health_check=list(HealthCheck))
+    @given(case=FAMILIES[name]())
+    def run(case: Case) -> None:
+        if done["documents"] >= budget:
+            return
+        before = tally.documents // 2000
+        tally.record(case, problems(case, worker.run(case)))
+        done["documents"] += case.documents
+        if tally.documents // 2000 != before:
+            print(f"    {tally.documents} documents, {tally.runs} runs, "
+                  f"{len(tally.findings)} findings", flush=True)
+
+    chunk = 0
+    while done["documents"] < budget:
+        chunk += 1
+        try:
+            (run if rng is None else seed(rng * 100_003 + chunk)(run))()
+        except HypothesisException:
+            continue
+        except Exception as exc:  # a generator bug must not end the campaign unreported
+            tally.findings[f"generator error: {type(exc).__name__}"] += 1
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the campaign; print the count and the findings."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--documents", type=int, default=100_000)
+    parser.add_argument("--seed", type=int)
+    args = parser.parse_args(argv)
+    tally, start = Tally(), time.monotonic()
+    worker = Worker()
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        for name, share in SHARE.items():
+            _family(name, int(args.documents * share) + 1, worker, tally, args.seed)
+            print(f"  {name}: {tally.documents} documents so far, "
+                  f"{time.monotonic() - start:.0f} s", flush=True)
+    except KeyboardInterrupt:
+        print("  interrupted: the count below is what ran", flush=True)
+    finally:
+        worker.close()
+    _report(tally, time.monotonic() - start)
+    return 1 if tally.findings else 0
+
+
+def _report(tally: Tally, seconds: float) -> None:
+    OUT.mkdir(parents=True, exist_ok=True)
+    print(f"fuzz campaign: {tally.documents} documents in {tally.runs} runs of tjc, "
+          f"{seconds:.0f} s, {len(tally.findings)} distinct findings")
+    for i, (key, count) in enumerate(tally.findings.most_common()):
+        case = tally.examples[key]
+        path = OUT / f"finding-{i}.json"
+        record: dict[str, Any] = {"finding": key, "count": count, **case.__dict__}
+        path.write_text(json.dumps(record, indent=2, ensure_ascii=True))
+        print(f"  {count:6d}  {key}  (e.g. {path.relative_to(REPO)})")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,185 @@
+"""`tjc render --output-dir`: nothing written or deleted outside DIR or not written by tjc,
+pruning of TrainJobs that left the inputs, --dry-run, concurrent renders, file modes."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from compiler.cli.main import main
+from compiler.cli.outdir import HEADER, MANIFEST
+
+JOB = """\
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata:
+  name: {name}
+  namespace: {namespace}
+spec:
+  runtimeRef:
+    name: torch-distributed
+  trainer:
+    numNodes: 1
+"""
+
+
+def _jobs(folder: Path, *names: str, namespace: str = "team") -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        (folder / f"j-{re.sub('[^a-z0-9-]', '_', name)}.yaml").write_text(
+            JOB.format(name=json.dumps(name), namespace=json.dumps(namespace)))
+    return folder
+
+
+def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(["render", "-q", "--no-default-policies", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _files(root: Path) -> set[str]:
+    return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()}
+
+
+def test_writes_one_marked_file_per_trainjob_and_prunes_the_ones_removed(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    jobs, out = _jobs(tmp_path / "jobs", "a", "b"), tmp_path / "out"
+    code, stdout, err = run([str(jobs), "--output-dir", str(out)], capsys)
+    assert (code, stdout) == (0, ""), err
+    assert _files(out) == {MANIFEST, "team/a.yaml", "team/b.yaml"}
+    text = (out / "team" / "a.yaml").read_text()
+    assert text.startswith(HEADER)
+    assert [d["kind"] for d in yaml.safe_load_all(text) if d] == ["JobSet"]
+    (jobs / "j-b.yaml").unlink()
+    code, stdout, _ = run([str(jobs), "--output-dir", str(out), "--dry-run"], capsys)
+    assert code == 0
+    assert stdout.splitlines() == [f"would write {out.resolve()}/team/a.yaml",
+                                   f"would delete {out.resolve()}/team/b.yaml"]
+    assert "team/b.yaml" in _files(out), "a dry run changes nothing"
+    assert run([str(jobs), "--output-dir", str(out)], capsys)[0] == 0
+    assert _files(out) == {MANIFEST, "team/a.yaml"}
+
+
+def test_pruning_spares_other_inputs_edited_files_and_json_by_hash(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    first, second = _jobs(tmp_path / "one", "a", "b"), _jobs(tmp_path / "two", "c")
+    out = tmp_path / "out"
+    assert run([str(first), "--output-dir", str(out)], capsys)[0] == 0
+    assert run([str(second), "--output-dir", str(out)], capsys)[0] == 0
+    assert _files(out) == {MANIFEST, "team/a.yaml", "team/b.yaml", "team/c.yaml"}, \
+        "a render of other inputs does not prune the first one's files"
+    edited = out / "team" / "b.yaml"
+    edited.write_text("kind: Mine\n")
+    (first / "j-b.yaml").unlink()
+    code, _, err = run([str(first), "--output-dir", str(out)], capsys)
+    assert code == 1 and "no longer carries tjc's marker; not deleted [TJC-OUTPUT-EXISTS]" in err
+    assert edited.read_text() == "kind: Mine\n"
+    assert run([str(second), "-o", "json", "--output-dir", str(out)], capsys)[0] == 0
+    assert (out / "team" / "c.json").exists() and not (out / "team" / "c.yaml").exists()
+    (second / "j-c.yaml").unlink()
+    assert run([str(second), "-o", "json", "--output-dir", str(out)], capsys)[0] == 0
+    assert not (out / "team" / "c.json").exists(), "the recorded hash marks a JSON file"
+
+
+@pytest.mark.parametrize("entry", ["../outside.txt", "/etc/hostname", "team/../../outside.txt",
+                                   "team/user.yaml", "team/sub/x.yaml", "a\0b/c.yaml"])
+def test_a_forged_manifest_entry_is_never_deleted(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], entry: str) -> None:
+    jobs, out = _jobs(tmp_path / "jobs", "a"), tmp_path / "out"
+    assert run([str(jobs), "--output-dir", str(out)], capsys)[0] == 0
+    (tmp_path / "outside.txt").write_text("keep\n")
+    (out / "team" / "user.yaml").write_text("kind: Mine\n")
+    manifest = json.loads((out / MANIFEST).read_text())
+    manifest["files"][entry] = dict(manifest["files"]["team/a.yaml"])
+    (out / MANIFEST).write_text(json.dumps(manifest))
+    code, _, err = run([str(jobs), "--output-dir", str(out)], capsys)
+    assert code == 1 and "[TJC-OUTPUT-" in err
+    assert all(line.startswith(f"{out.resolve()}/{MANIFEST}:1:1: error: ")
+               for line in err.splitlines())
+    assert (tmp_path / "outside.txt").read_text() == "keep\n"
+    assert (out / "team" / "user.yaml").read_text() == "kind: Mine\n"
+
+
+def test_names_that_are_paths_write_nothing_even_without_validation(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    jobs, out = tmp_path / "jobs", tmp_path / "out"
+    _jobs(jobs, "../../escape", "x/y", ".hidden")
+    _jobs(jobs / "ns", "ok", namespace="../up")
+    code, _, err = run([str(jobs), "--no-validate", "--output-dir", str(out)], capsys)
+    assert code == 1
+    assert err.count("[TJC-OUTPUT-PATH]") == 4
+    assert _files(out) == {MANIFEST}
+    assert {f for f in _files(tmp_path) if not f.startswith("jobs/")} == {f"out/{MANIFEST}"}
+
+
+def test_symlinks_leading_out_are_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    jobs, out, elsewhere = _jobs(tmp_path / "jobs", "a"), tmp_path / "out", tmp_path / "else"
+    elsewhere.mkdir()
+    out.mkdir()
+    (out / "team").symlink_to(elsewhere)
+    code, _, err = run([str(jobs), "--output-dir", str(out)], capsys)
+    assert code == 1 and "is a symlink or not a folder; not written [TJC-OUTPUT-PATH]" in err
+    assert not list(elsewhere.iterdir())
+    (out / "team").unlink()
+    (out / "team").mkdir()
+    (out / "team" / "a.yaml").symlink_to(elsewhere / "target.yaml")
+    code, _, err = run([str(jobs), "--output-dir", str(out)], capsys)
+    assert code == 1 and "resolves outside the output folder" in err
+    assert not list(elsewhere.iterdir())
+
+
+def test_two_trainjobs_with_one_name_are_an_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    jobs = _jobs(tmp_path / "jobs", "a")
+    (jobs / "z-copy.yaml").write_text((jobs / "j-a.yaml").read_text())
+    code, _, err = run([str(jobs), "--output-dir", str(tmp_path / "out")], capsys)
+    assert code == 1 and "a second TrainJob team/a in this run" in err
+    assert f"{jobs / 'z-copy.yaml'}:4:9: error:" in err
+
+
+def test_files_get_the_umasks_mode(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    jobs = _jobs(tmp_path / "jobs", "a")
+    old = os.umask(0o027)
+    try:
+        assert run([str(jobs), "--output-dir", str(tmp_path / "out")], capsys)[0] == 0
+    finally:
+        os.umask(old)
+    assert (tmp_path / "out" / "team" / "a.yaml").stat().st_mode & 0o777 == 0o640
+
+
+def test_a_file_as_dir_or_a_bad_manifest_is_a_usage_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    jobs, plain = _jobs(tmp_path / "jobs", "a"), tmp_path / "plain"
+    plain.write_text("x")
+    code, _, err = run([str(jobs), "--output-dir", str(plain)], capsys)
+    assert (code, err) == (2, f"tjc: --output-dir {plain} is not a folder\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / MANIFEST).write_text("not json {")
+    code, _, err = run([str(jobs), "--output-dir", str(out)], capsys)
+    assert code == 2 and len(err.splitlines()) == 1 and "is not a tjc render manifest" in err
+    (out / MANIFEST).unlink()
+    (out / MANIFEST).mkdir()
+    code, _, err = run([str(jobs), "--output-dir", str(out)], capsys)
+    assert code == 2 and len(err.splitlines()) == 1 and "cannot read" in err
+    code, _, err = run([str(jobs), "--dry-run"], capsys)
+    assert (code, err) == (2, "tjc: --dry-run needs --output-dir\n")
+
+
+def test_concurrent_renders_keep_every_manifest_entry(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    folders = [_jobs(tmp_path / f"jobs{i}", *(f"j{i}-{k}" for k in range(5))) for i in range(4)]
+    procs = [subprocess.Popen([sys.executable, "-m", "compiler", "render", "-q",
+                               "--no-default-policies", str(folder), "--output-dir", str(out)])
+             for folder in folders]
+    assert [p.wait(timeout=300) for p in procs] == [0, 0, 0, 0]
+    recorded = json.loads((out / MANIFEST).read_text())["files"]
+    assert sorted(recorded) == sorted(f"team/j{i}-{k}.yaml" for i in range(4) for k in range(5))
