@@ -49,7 +49,8 @@ class _Loader(yaml.CSafeLoader):
         except (ValueError, TypeError, LookupError, ArithmeticError) as exc:
             raise yaml.constructor.ConstructorError(
                 None, None, f"{node.tag} cannot hold {_short(node)}", node.start_mark) from exc
-        if isinstance(value, float) and not math.isfinite(value):
+        if isinstance(value, float) and not math.isfinite(value) and \
+                id(node) not in self.__dict__.get("_tjc_key_nodes", ()):  # keys: a string
             raise yaml.constructor.ConstructorError(
                 None, None, f"{value} has no JSON form", node.start_mark)
         return value

@@ -71,7 +71,8 @@ def parse(text: str | int | float) -> Quantity:
         raise QuantityError(f"quantities must match the regular expression "
                             f"'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$': {raw!r}")
     suffix = match["suffix"] or ""
-    exponent = suffix[1:].lstrip("+-").lstrip("0") if suffix[:1] in ("e", "E") else ""
+    scaled = suffix in _BINARY_SUFFIXES or suffix in _DECIMAL_SUFFIXES  # Ei and E are no exponent
+    exponent = "" if scaled or suffix[:1] not in ("e", "E") else suffix[1:].lstrip("+-").lstrip("0")
     if len(match["num"]) > MAX_DIGITS or len(exponent) > 4 or int(exponent or 0) > MAX_EXPONENT:
         raise QuantityError(f"quantities beyond {MAX_DIGITS} digits or an exponent of "
                             f"{MAX_EXPONENT} are not supported: {raw[:40]!r}")

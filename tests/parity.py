@@ -52,8 +52,9 @@ def _key(obj: Obj) -> str:
 
 
 def _runtime_errors(diagnostics: list[Diagnostic]) -> bool:
-    return any(d.severity is Severity.ERROR and d.obj is not None and d.obj.kind != "TrainJob"
-               for d in diagnostics)
+    """Whether tjc says the cluster refuses a runtime (errors about its Pods, which the cluster
+    refuses only when it makes them, do not count: `diagnostics.refused`)."""
+    return refused(d for d in diagnostics if d.obj is not None and d.obj.kind != "TrainJob")
 
 
 def difference(oracle: Oracle, runtimes: list[Obj], trainjob: Obj) -> tuple[str, str] | None:
@@ -82,7 +83,8 @@ def difference(oracle: Oracle, runtimes: list[Obj], trainjob: Obj) -> tuple[str,
         if objects:
             return ("managedBy", f"upstream creates nothing (managed by {answer['managedBy']})")
         return None
-    if texts:
+    if any(d.severity is Severity.ERROR and d.subject != "pods" for d in diagnostics):
+        # (errors about the Pods keep the objects: the cluster refuses only the Pods)
         return ("build error", f"upstream builds {len(answer['outputs'][0])} objects; tjc: "
                 f"{texts}")
     mine = sorted(_key(o) for o in objects)
