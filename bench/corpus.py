@@ -52,7 +52,7 @@ def _resources(rng: random.Random, gpus: int) -> Obj:
         limits["nvidia.com/gpu"] = gpus
     if rng.random() < 0.5:
         return {"limits": limits}
-    requests = {"cpu": cpu, "memory": rng.choice(["2Gi", "8Gi", memory])}
+    requests: Obj = {"cpu": cpu, "memory": rng.choice(["2Gi", "8Gi", memory])}
     if gpus:
         requests["nvidia.com/gpu"] = gpus
     return {"requests": requests, "limits": limits}
