@@ -33,8 +33,9 @@ def _found(policies: PolicySet, kind: str, obj: Obj, job: Obj | None = None) -> 
 
 
 def _pod(runtime: Obj, index: int = 0) -> Obj:
-    return runtime["spec"]["template"]["spec"]["replicatedJobs"][index]["template"]["spec"][
-        "template"]["spec"]
+    pod: Obj = runtime["spec"]["template"]["spec"]["replicatedJobs"][index]["template"][
+        "spec"]["template"]["spec"]
+    return pod
 
 
 def _odd_runtimes() -> list[Obj]:
@@ -65,9 +66,10 @@ def _odd_runtimes() -> list[Obj]:
         runtime = copy.deepcopy(base)
         _pod(runtime, 1)["containers"][0].update(container_edit)
         variants.append(runtime)
-    for spec_edit in ({"podGroupPolicy": {"coscheduling": {}, "volcano": {}}},
-                      {"mlPolicy": {"mpi": {"mpiImplementation": "Intel"}}},
-                      {"mlPolicy": {"mpi": {"mpiImplementation": None}}}):
+    spec_edits: list[Obj] = [{"podGroupPolicy": {"coscheduling": {}, "volcano": {}}},
+                             {"mlPolicy": {"mpi": {"mpiImplementation": "Intel"}}},
+                             {"mlPolicy": {"mpi": {"mpiImplementation": None}}}]
+    for spec_edit in spec_edits:
         runtime = copy.deepcopy(base)
         runtime["spec"].update(spec_edit)
         variants.append(runtime)
