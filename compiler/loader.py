@@ -56,6 +56,42 @@ _Loader.add_constructor("tag:yaml.org,2002:map", _construct_mapping)
 _Loader.add_constructor("tag:yaml.org,2002:timestamp", _construct_str)
 _Loader.add_constructor("tag:yaml.org,2002:binary", _construct_str)
 
+_STR, _MAP, _SEQ = ("tag:yaml.org,2002:str", "tag:yaml.org,2002:map",
+                    "tag:yaml.org,2002:seq")
+
+
+class _PlainLoader(_Loader):
+    """The same loader for text without aliases: it builds the data in one direct walk of
+    the composed nodes instead of PyYAML's generic constructor (most of the load time), with
+    the same results (strings, the standard scalars, duplicate keys refused, merge keys)."""
+
+    def construct_document(self, node: yaml.Node) -> Any:
+        return self._build(node)
+
+    def _build(self, node: yaml.Node) -> Any:
+        tag = node.tag
+        if tag == _STR:
+            return node.value
+        if tag == _MAP:
+            return self._mapping(node)  # type: ignore[arg-type]
+        if tag == _SEQ:
+            return [self._build(item) for item in node.value]
+        return self.construct_object(node, deep=True)
+
+    def _mapping(self, node: yaml.MappingNode) -> Obj:
+        if any(key.tag == "tag:yaml.org,2002:merge" for key, _ in node.value):
+            self.flatten_mapping(node)
+        out: Obj = {}
+        for key_node, value_node in node.value:
+            key = self._build(key_node)
+            if not isinstance(key, str):
+                key = str(key) if isinstance(key, (int, float, bool)) else key
+            if key in out:
+                raise yaml.MarkedYAMLError("while constructing a mapping", node.start_mark,
+                                           f"found duplicate key {key!r}", key_node.start_mark)
+            out[key] = self._build(value_node)
+        return out
+
 
 @dataclass
 class Source:
@@ -160,7 +196,8 @@ def iter_source(source: Source) -> Iterator[Document | Diagnostic]:
     aliases = "*" in source.text
     index = 0
     try:
-        for index, data in enumerate(yaml.load_all(source.text, Loader=_Loader)):
+        loader = _Loader if aliases else _PlainLoader
+        for index, data in enumerate(yaml.load_all(source.text, Loader=loader)):
             if data is None:
                 continue
             where = Document({}, source, index)
