@@ -99,7 +99,10 @@ class PolicySet:
             return found
         owner = trainjob if kind == "JobSet" else obj
         meta = (owner or {}).get("metadata")
-        return [self._exempt(v, meta if isinstance(meta, dict) else {}) for v in found]
+        meta = meta if isinstance(meta, dict) else {}
+        if not self.exemptions.entries and not ex.annotation_rules(meta):
+            return found  # nothing can exempt or remark on these violations
+        return [self._exempt(v, meta) for v in found]
 
     def _planned(self, pack: Pack, rules: list[Rule], full: Obj) -> tuple[Violation, ...]:
         """The violations by the rules' compiled plans; CUE decides inputs they do not."""
