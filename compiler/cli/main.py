@@ -13,9 +13,12 @@ from collections.abc import Sequence
 from compiler import __version__
 from compiler.cli import (
     controller_cmd,
+    diff_cmd,
     explain_cmd,
+    krm_cmd,
     policies_cmd,
     render_cmd,
+    run_cmd,
     runtimes_cmd,
     validate_cmd,
 )
@@ -43,6 +46,8 @@ examples:
   tjc runtimes list                         the runtimes a TrainJob can reference
   tjc explain examples/jax-mnist.yaml       who set which field of the output
   tjc policies list                         the CUE policy rules tjc applies
+  kustomize build . | tjc render --passthrough -   a whole app, TrainJobs rendered
+  tjc diff --git main HEAD jobs/            what a change does to the JobSets
 """
 
 
@@ -67,6 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
     explain_cmd.register(verbs)
     policies_cmd.register(verbs)
     controller_cmd.register(verbs)
+    run_cmd.register(verbs)
+    krm_cmd.register(verbs)
+    diff_cmd.register(verbs)
     return parser
 
 

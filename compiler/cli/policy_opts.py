@@ -119,8 +119,10 @@ def skips(values: list[str]) -> list[str]:
     return [part.strip() for value in values for part in value.split(",") if part.strip()]
 
 
-def build(args: argparse.Namespace) -> PolicyChecker | None:
-    """The policy checker the options ask for, or None when no pack is in use."""
+def build(args: argparse.Namespace, settings: dict[str, Any] | None = None
+          ) -> PolicyChecker | None:
+    """The policy checker the options ask for, or None when no pack is in use; `settings`
+    (inline pack settings, as a KRM functionConfig carries them) stand for --policy-values."""
     from compiler.policy import packs as packs_mod
     from compiler.policy.check import PolicyChecker
     from compiler.policy.engine import PolicySet
@@ -134,7 +136,8 @@ def build(args: argparse.Namespace) -> PolicyChecker | None:
     if not files:
         return None
     require_engine(load=False)
-    values = load_values(args.policy_values) if args.policy_values else {}
+    values = settings if settings is not None else \
+        (load_values(args.policy_values) if args.policy_values else {})
     try:
         settings, exemptions = split(values)
     except ValueError as exc:

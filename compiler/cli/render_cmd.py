@@ -11,7 +11,7 @@ from typing import Any
 
 from compiler import emit
 from compiler.builtin import builtin_runtimes
-from compiler.cli import policy_opts
+from compiler.cli import passthrough_cmd, policy_opts
 from compiler.context import CompileOptions, SSHKeySource
 from compiler.diagnostics import Diagnostic, Severity, error, has_errors
 from compiler.loader import read_sources
@@ -25,6 +25,9 @@ examples:
   tjc render jobs/ --output-dir rendered/       one file per TrainJob: rendered/<ns>/<name>.yaml
   tjc render mpi-job.yaml --mpi-ssh-key generate  also emit the MPI SSH Secret (new keys)
   tjc render jobs/ --policy team-policies/       enforce your own CUE packs too
+  kustomize build overlays/prod | tjc render --passthrough -   everything, TrainJobs rendered
+  helm template my-app chart/ --post-renderer tjc --post-renderer-args render \
+      --post-renderer-args --passthrough --post-renderer-args -
   kubectl get trainjob mnist -o yaml | tjc render -
 """
 MANIFEST = ".tjc-render-manifest"
@@ -50,12 +53,19 @@ def register(verbs: Any) -> None:
                         "(generate), or the key pair of this PEM P-521 private key file; "
                         "without it no private key is ever printed")
     parser.add_argument("-q", "--quiet", action="store_true", help="do not print notices")
+    passthrough_cmd.add_arguments(parser)
     policy_opts.add_arguments(parser)
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Load, render and print one TrainJob at a time; exit 1 if any input had errors."""
+    problem = passthrough_cmd.misused(args)
+    if problem:
+        print(f"tjc render: error: {problem}", file=sys.stderr)
+        return 2
+    if args.passthrough:
+        return passthrough_cmd.run(args, _ssh_keys(args.mpi_ssh_key))
     sources = read_sources(args.paths)
     builtin = () if args.no_builtin_runtimes else builtin_runtimes()
     options = CompileOptions(ssh_keys=_ssh_keys(args.mpi_ssh_key))

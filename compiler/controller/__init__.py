@@ -3,6 +3,9 @@
 Watches TrainJobs and the objects they own (`informer`), queues their keys (`workqueue`),
 and reconciles each (`reconcile`) by compiling it with the core and server-side applying the
 result (`kube`), keeping upstream's status rules (`status`) and runtime snapshot
-(`snapshot`). `leader` elects one active replica through a Lease, `metrics` serves Prometheus
+(`snapshot`, verified against a digest in the status). It writes only over objects the
+TrainJob controls (`ownership`, `objects`), uses only the SSH Secret it made (`sshsecret`)
+and refuses what no cluster could run (`limits`).
+`leader` elects one active replica through a Lease, `metrics` serves Prometheus
 metrics and health probes, `manager` wires it all. The core never imports this package.
 """

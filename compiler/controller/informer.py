@@ -4,13 +4,20 @@ An informer lists the resource (all namespaces, or one), then watches from the l
 resourceVersion; a 410 Gone, a dropped connection or any error lists again (after a short
 pause when it failed). The store holds the latest object per (namespace, name) for the
 reconciler to read without a request. Runs in its own thread.
+
+A `relevant` test can keep a change from reaching the handler (the store still takes it):
+the TrainJob informer ignores changes to a TrainJob's status alone, which are the
+controller's own status patches. An informer can watch only the objects a label selector
+picks, and keep only their metadata (`slim`): the ConfigMap and Secret informers, which only
+say which TrainJob to reconcile, do both, so that no Secret's data and no other ConfigMap of
+the cluster is held in memory.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from compiler.controller.kube import Gone, Kube, Resource
@@ -18,6 +25,7 @@ from compiler.controller.kube import Gone, Kube, Resource
 Obj = dict[str, Any]
 Key = tuple[str, str]
 Handler = Callable[[str, Obj], None]
+Changed = Callable[[Obj, Obj], bool]
 LOG = logging.getLogger("tjc.controller")
 
 
@@ -31,8 +39,10 @@ class Informer:
     """A watched resource and its store."""
 
     def __init__(self, kube: Kube, res: Resource, namespace: str | None,
-                 handler: Handler) -> None:
+                 handler: Handler, *, selector: str | None = None, slim: bool = False,
+                 relevant: Changed | None = None) -> None:
         self.kube, self.res, self.namespace, self.handler = kube, res, namespace, handler
+        self.selector, self.slim, self.relevant = selector, slim, relevant
         self._store: dict[Key, Obj] = {}
         self._lock = threading.Lock()
         self.synced = threading.Event()
@@ -75,7 +85,8 @@ class Informer:
                 self._stop.wait(1.0)
 
     def _relist(self) -> str:
-        items, version = self.kube.list(self.res, self.namespace)
+        items, version = self.kube.list(self.res, self.namespace, **self._query())
+        items = [self._kept(item) for item in items]
         fresh = {key_of(item): item for item in items}
         with self._lock:
             gone = [obj for key, obj in self._store.items() if key not in fresh]
@@ -90,16 +101,35 @@ class Informer:
 
     def _watch(self, version: str) -> None:
         while not self._stop.is_set():
-            for kind, obj in self.kube.watch(self.res, self.namespace, version):
+            for kind, raw in self._events(version):
+                obj = self._kept(raw)
                 meta = obj.get("metadata") or {}
                 version = str(meta.get("resourceVersion") or version)
                 if kind == "BOOKMARK":
                     continue
                 with self._lock:
                     if kind == "DELETED":
-                        self._store.pop(key_of(obj), None)
+                        old = self._store.pop(key_of(obj), None)
                     else:
-                        self._store[key_of(obj)] = obj
+                        old, self._store[key_of(obj)] = self._store.get(key_of(obj)), obj
+                if kind == "MODIFIED" and old is not None and self.relevant is not None and \
+                        not self.relevant(old, obj):
+                    continue
                 self.handler(kind, obj)
                 if self._stop.is_set():
                     return
+
+    def _events(self, version: str) -> Iterator[tuple[str, Obj]]:
+        if self.selector:
+            return self.kube.watch(self.res, self.namespace, version, selector=self.selector)
+        return self.kube.watch(self.res, self.namespace, version)
+
+    def _query(self) -> dict[str, str]:
+        """The label selector argument of list and watch, when there is one."""
+        return {"selector": self.selector} if self.selector else {}
+
+    def _kept(self, obj: Obj) -> Obj:
+        """What the store keeps of an object: all of it, or (slim) its identity."""
+        if not self.slim:
+            return obj
+        return {k: obj[k] for k in ("apiVersion", "kind", "metadata") if k in obj}

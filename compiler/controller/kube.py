@@ -124,10 +124,13 @@ class Kube:
         found.setdefault("kind", res.kind)
         return found
 
-    def list(self, res: Resource, namespace: str | None = None) -> tuple[list[Obj], str]:
-        """Every object (of a namespace, or all) and the list's resourceVersion."""
+    def list(self, res: Resource, namespace: str | None = None,
+             selector: str | None = None) -> tuple[list[Obj], str]:
+        """Every object (of a namespace, or all; with the label selector, if given) and the
+        list's resourceVersion."""
         items: list[Obj] = []
-        query: list[tuple[str, str]] = [("limit", "500")]
+        select = [("labelSelector", selector)] if selector else []
+        query: list[tuple[str, str]] = [("limit", "500"), *select]
         while True:
             page = self._call("GET", res.path(namespace), query=query)
             for item in page.get("items") or []:
@@ -137,13 +140,15 @@ class Kube:
             token = (page.get("metadata") or {}).get("continue")
             if not token:
                 return items, str((page.get("metadata") or {}).get("resourceVersion", ""))
-            query = [("limit", "500"), ("continue", token)]
+            query = [("limit", "500"), *select, ("continue", token)]
 
     def watch(self, res: Resource, namespace: str | None, resource_version: str,
-              seconds: int = 300) -> Iterator[tuple[str, Obj]]:
+              *, seconds: int = 300, selector: str | None = None) -> Iterator[tuple[str, Obj]]:
         """(type, object) events after `resource_version`; `Gone` when it is too old."""
         query = [("watch", "true"), ("resourceVersion", resource_version),
                  ("allowWatchBookmarks", "true"), ("timeoutSeconds", str(seconds))]
+        if selector:
+            query.append(("labelSelector", selector))
         response = self._call("GET", res.path(namespace), query=query, stream=True,
                               timeout=seconds + 30)
         try:
@@ -171,9 +176,14 @@ class Kube:
                                  content_type="application/merge-patch+json")
         return result
 
-    def delete(self, res: Resource, namespace: str, name: str) -> bool:
-        """Delete (background propagation); False when it was not there."""
-        body = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"}
+    def delete(self, res: Resource, namespace: str, name: str, *,
+               uid: str | None = None) -> bool:
+        """Delete (background propagation; only the object with this uid, if given); False
+        when it was not there."""
+        body: Obj = {"kind": "DeleteOptions", "apiVersion": "v1",
+                     "propagationPolicy": "Background"}
+        if uid:
+            body["preconditions"] = {"uid": uid}
         try:
             self._call("DELETE", res.path(namespace, name), body)
         except ApiError as exc:
@@ -184,7 +194,8 @@ class Kube:
 
     def create(self, res: Resource, namespace: str | None, obj: Obj) -> Obj:
         """Create an object (a conflict raises `ApiError` 409)."""
-        result: Obj = self._call("POST", res.path(namespace), obj)
+        result: Obj = self._call("POST", res.path(namespace), obj,
+                                 query=[("fieldManager", FIELD_MANAGER)])
         return result
 
     def update(self, res: Resource, namespace: str | None, obj: Obj) -> Obj:

@@ -1,8 +1,11 @@
 """`tjc controller`: informers, the work queue, workers, leader election and probes.
 
-The TrainJob informer queues every TrainJob it sees; the JobSet, ConfigMap, Secret and
+The TrainJob informer queues every TrainJob it sees (but not for a change of its status
+alone); the JobSet, ConfigMap, Secret and
 PodGroup informers (PodGroups only where the cluster serves their API) queue the TrainJob
-that controls the object. Workers take keys one at a time per
+that controls the object. The ConfigMap and Secret informers watch only objects labelled
+`trainer.kubeflow.org/trainjob-name` (the controller labels what it makes) and keep only their
+metadata. Workers take keys one at a time per
 key, reconcile, and requeue on failure (backoff) or at an active deadline. With
 `--leader-elect` nothing is reconciled until this replica holds the Lease, and the process
 exits when it loses it (a restarted replica starts clean).
@@ -36,7 +39,8 @@ from compiler.controller.kube import (
 )
 from compiler.controller.leader import LeaderElector
 from compiler.controller.metrics import Metrics, serve
-from compiler.controller.reconcile import Reconciler
+from compiler.controller.ownership import OWNED_LABEL
+from compiler.controller.reconcile import Reconciler, reason_of
 from compiler.controller.workqueue import WorkQueue
 
 if TYPE_CHECKING:
@@ -71,6 +75,18 @@ def owner_key(obj: Obj) -> tuple[str, str] | None:
     return None
 
 
+def beyond_status(old: Obj, new: Obj) -> bool:
+    """Whether a TrainJob changed in more than its status: a change of the status alone (the
+    controller's own status patch) needs no new reconcile."""
+    return _without_status(old) != _without_status(new)
+
+
+def _without_status(obj: Obj) -> Obj:
+    meta = {k: v for k, v in (obj.get("metadata") or {}).items()
+            if k not in ("resourceVersion", "managedFields")}
+    return {**{k: v for k, v in obj.items() if k != "status"}, "metadata": meta}
+
+
 class Controller:
     """The running controller."""
 
@@ -82,9 +98,11 @@ class Controller:
         self.metrics = Metrics(self.queue.depth)
         self.stop = threading.Event()
         ns = options.namespace
-        self.trainjobs = Informer(kube, TRAINJOB, ns, lambda _, o: self.queue.add(key_of(o)))
-        self.owned = [Informer(kube, res, ns, self._owned) for res in (JOBSET, CONFIGMAP,
-                                                                       SECRET)]
+        self.trainjobs = Informer(kube, TRAINJOB, ns, lambda _, o: self.queue.add(key_of(o)),
+                                  relevant=beyond_status)
+        self.owned = [Informer(kube, JOBSET, ns, self._owned), *(
+            Informer(kube, res, ns, self._owned, selector=OWNED_LABEL, slim=True)
+            for res in (CONFIGMAP, SECRET))]
         self.reconciler = Reconciler(kube, self.trainjobs, self.owned[0], sshkeys.generated(),
                                      self._event, policies=options.policies)
         self.identity = f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
@@ -138,7 +156,8 @@ class Controller:
             except Exception as exc:  # every failure is retried, none stops the worker
                 failed = True
                 delay = self.queue.add_rate_limited(key)
-                LOG.warning("reconcile %s/%s failed (retry in %.2fs): %s", *key, delay, exc)
+                LOG.warning("reconcile %s/%s failed (retry in %.2fs): %s", *key, delay,
+                            reason_of(exc))
             finally:
                 self.metrics.observe(time.monotonic() - start, failed)
                 self.queue.done(key)

@@ -1,17 +1,21 @@
 """One reconcile of one TrainJob, in upstream's order (reference §6).
 
-managedBy → resolve the runtime (snapshot first) → compile with the core (which admits the
-TrainJob) → policy packs (`admission`) → server-side apply each object (a running JobSet is not
+managedBy → resolve the runtime (the snapshot, verified against the digest recorded in the
+status, first) → compile with the core (which admits the TrainJob) → policy packs
+(`admission`) → write each object the TrainJob owns (`objects`: a running JobSet is not
 rewritten, an existing PodGroup or SSH Secret is kept) → Suspended condition → status from the
-JobSet → active deadline → status patch when changed. A TrainJob the compiler or a policy
-refuses gets a Failed condition with the diagnostics instead of a retry loop. Errors become a
-Warning event and a retry with backoff.
+JobSet this TrainJob controls → active deadline → status patch when changed. A TrainJob the
+compiler or a policy refuses, or one the cluster could never run (`limits`), gets a Failed
+condition with the diagnostics instead of a retry loop; one whose snapshot was altered, or whose
+names are taken by objects it does not own (`ownership`), gets a `Refused` condition and is
+looked at again later. Errors become a Warning event and a retry with backoff.
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,20 +23,20 @@ from typing import TYPE_CHECKING, Any
 
 from compiler.compile import compile_trainjob
 from compiler.context import CompileOptions, SSHKeySource
-from compiler.controller import admission, snapshot
+from compiler.controller import admission, limits, objects, ownership, snapshot, sshsecret
 from compiler.controller import status as st
 from compiler.controller.informer import Informer
 from compiler.controller.kube import (
     JOBSET,
-    SECRET,
     TRAINJOB,
     ApiError,
     Kube,
-    resource_of,
 )
 
 if TYPE_CHECKING:
     from compiler.policy.engine import PolicySet
+
+LOG = logging.getLogger("tjc.controller")
 
 Obj = dict[str, Any]
 Key = tuple[str, str]
@@ -76,19 +80,24 @@ class Reconciler:
         status = copy.deepcopy(before)
         failure: Exception | None = None
         jobset: Obj | None = None
+        requeue: float | None = None
         if not st.finished(trainjob):
             try:
                 jobset = self._apply_objects(trainjob, status, now)
+                ownership.clear(status, now)
+            except ownership.Refused as exc:
+                requeue = self._refuse(trainjob, before, status, exc, now)
             except (ReconcileError, ApiError, snapshot.SnapshotError) as exc:
                 failure = exc
                 self.events(trainjob, "TrainJobResourcesCreationFailed", _event_note(exc))
         st.set_suspended(status, trainjob, now)
         status = self._jobset_status(trainjob, status, jobset, now)
-        requeue = self._deadline(trainjob, status, now)
+        deadline = self._deadline(trainjob, status, now, jobset)
+        requeue = deadline if requeue is None else min(requeue, deadline or requeue)
         if status != before:
             self.kube.patch_status(TRAINJOB, key[0], key[1], {"status": status})
         if failure is not None:
-            raise ReconcileError(str(failure)) from failure
+            raise ReconcileError(reason_of(failure)) from failure
         return Result(requeue)
 
     def _apply_objects(self, trainjob: Obj, status: Obj, now: float) -> Obj | None:
@@ -98,53 +107,55 @@ class Reconciler:
                                       "reason": "TrainingRuntimeNotSupported",
                                       "message": f"unsupported runtime: {key}"}, now)
             return None
-        runtime = snapshot.resolve(self.kube, trainjob)
-        meta = trainjob["metadata"]
+        runtime, digest = snapshot.resolve(self.kube, trainjob)
+        snapshot.record(status, trainjob, digest, now)
         mpi = ((runtime.get("spec") or {}).get("mlPolicy") or {}).get("mpi") is not None
-        keys = self.ssh_keys if mpi and not self._exists(SECRET, meta, "-mpi-ssh-auth") \
-            else None
-        result = compile_trainjob(trainjob, runtime, options=CompileOptions(ssh_keys=keys))
-        errors = admission.refusals(result, trainjob, runtime, self.policies)
+        keys = self.ssh_keys if mpi and sshsecret.check(self.kube, trainjob) is None else None
+        # The status is the controller's own (written through the status subresource, which
+        # the API server's create and update ignore): admission looks at what the user wrote.
+        spec_only = {k: v for k, v in trainjob.items() if k != "status"}
+        result = compile_trainjob(spec_only, runtime, options=CompileOptions(ssh_keys=keys))
+        errors = admission.refusals(result, spec_only, runtime, self.policies)
         if errors:
             st.set_condition(status, {"type": "Failed", "status": "True",
                                       "reason": INVALID_REASON,
                                       "message": admission.message(errors)}, now)
             return None
-        applied: Obj | None = None
-        for obj in result.objects:
-            if self._keep_existing(trainjob, obj):
-                continue
-            out = self.kube.apply(obj)
-            if obj.get("kind") == "JobSet":
-                applied = out
-        return applied
+        too_large = limits.check(list(result.objects))
+        if too_large is not None:
+            st.set_condition(status, {"type": "Failed", "status": "True",
+                                      "reason": limits.REASON, "message": too_large}, now)
+            return None
+        written: dict[str, Obj] = {}
+        try:
+            objects.write_all(self.kube, self.jobsets, trainjob, list(result.objects), written)
+        finally:  # a Secret made before a later write failed is still recorded as ours
+            if "Secret" in written:
+                sshsecret.record(status, written["Secret"], now)
+        return written.get("JobSet")
 
-    def _exists(self, res: Any, meta: Obj, suffix: str) -> bool:
-        return self.kube.get(res, meta["namespace"], meta["name"] + suffix) is not None
-
-    def _keep_existing(self, trainjob: Obj, obj: Obj) -> bool:
-        """Objects upstream does not rewrite: a running JobSet, an existing PodGroup while
-        the TrainJob runs. (An existing SSH Secret never gets here: without keys the compile
-        emits none.)"""
-        suspended = (trainjob.get("spec") or {}).get("suspend") is True
-        meta = obj.get("metadata") or {}
-        kind = obj.get("kind")
-        if kind == "JobSet":
-            current = self.jobsets.get(meta.get("namespace", ""), meta.get("name", ""))
-            return current is not None and not suspended and \
-                (current.get("spec") or {}).get("suspend") is not True
-        return kind == "PodGroup" and not suspended and \
-            self.kube.get(resource_of(obj), meta["namespace"], meta["name"]) is not None
+    def _refuse(self, trainjob: Obj, before: Obj, status: Obj, refusal: ownership.Refused,
+                now: float) -> float:
+        """A Refused condition, and a Warning event when it is new; when to look again."""
+        meta = trainjob["metadata"]
+        LOG.warning("TrainJob %s/%s refused: %s", meta["namespace"], meta["name"],
+                    refusal.message)
+        if ownership.refusal_changed(before, refusal):
+            self.events(trainjob, refusal.reason, refusal.message[:1000])
+        ownership.set_refused(status, refusal, now)
+        return ownership.RETRY_SECONDS
 
     def _jobset_status(self, trainjob: Obj, status: Obj, applied: Obj | None,
                        now: float) -> Obj:
-        meta = trainjob["metadata"]
-        jobset = self.jobsets.get(meta["namespace"], meta["name"]) or applied
+        """Status only from the JobSet this TrainJob (by uid) controls: not from one of an
+        earlier TrainJob of the same name, nor from one someone else made."""
+        jobset = objects.owned_jobset(self.jobsets, trainjob) or applied
         if jobset is None:
             return status
         return st.from_jobset(status, jobset, now)
 
-    def _deadline(self, trainjob: Obj, status: Obj, now: float) -> float | None:
+    def _deadline(self, trainjob: Obj, status: Obj, now: float,
+                  applied: Obj | None = None) -> float | None:
         seconds = (trainjob.get("spec") or {}).get("activeDeadlineSeconds")
         if not isinstance(seconds, int) or seconds <= 0 or st.is_true(status, "Complete") or \
                 st.is_true(status, "Failed") or st.is_true(status, "Suspended"):
@@ -159,9 +170,13 @@ class Reconciler:
                                   "reason": st.DEADLINE_REASON,
                                   "message": "TrainJob exceeded its active deadline"}, now)
         meta = trainjob["metadata"]
-        # upstream only logs a failed delete; the JobSet goes with the TrainJob anyway
-        with contextlib.suppress(ApiError):
-            self.kube.delete(JOBSET, meta["namespace"], meta["name"])
+        # upstream only logs a failed delete; the JobSet goes with the TrainJob anyway. Only
+        # the TrainJob's own JobSet is deleted (the uid is a precondition of the delete).
+        owned = objects.owned_jobset(self.jobsets, trainjob) or applied
+        if owned is not None:
+            with contextlib.suppress(ApiError):
+                self.kube.delete(JOBSET, meta["namespace"], meta["name"],
+                                 uid=owned["metadata"].get("uid"))
         return None
 
 
@@ -174,7 +189,15 @@ def runtime_key(trainjob: Obj) -> str:
     return f"{kind}.{group}" if group else kind
 
 
+def reason_of(exc: BaseException) -> str:
+    """What went wrong, never empty: the message, else the exception's type and repr."""
+    text = str(exc).strip()
+    if text and isinstance(exc, (ReconcileError, ApiError, snapshot.SnapshotError)):
+        return text
+    return f"{type(exc).__name__}: {text or repr(exc)}"
+
+
 def _event_note(exc: Exception) -> str:
-    text = str(exc)
+    text = str(exc) if str(exc).strip() else reason_of(exc)
     note = f"TrainJob resources reconciliation failed: {text[:950]}"
     return note + " ..." if len(text.encode()) > 950 else note

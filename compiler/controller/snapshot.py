@@ -4,18 +4,33 @@ Taken at a TrainJob's first reconcile from the live runtime and read first ever 
 edits to (or deletion of) the runtime do not change a TrainJob already started. Reading
 checks what upstream checks, with its messages: the controller owner, the key, the YAML, and
 that it is the runtime the TrainJob refers to.
+
+Better than upstream, the snapshot is not trusted for its name: a tenant who may edit
+ConfigMaps must not choose what the controller builds. When the controller takes a snapshot it
+records the SHA-256 of its content in the TrainJob's status (condition `RuntimeSnapshot`,
+written through the status subresource, which a namespace tenant cannot write), and every read
+compares the ConfigMap with that digest: an altered snapshot, or one deleted while the runtime
+changed since, is refused (`Refused`, reason `RuntimeSnapshotAltered`), and a snapshot whose
+digest was never recorded is never read: it is taken again from the live runtime.
 """
 
 from __future__ import annotations
 
+import hashlib
+import re
 from typing import Any
 
 import yaml
 
+from compiler.controller import ownership
+from compiler.controller import status as st
 from compiler.controller.kube import CLUSTER_RUNTIME, CONFIGMAP, TRAINING_RUNTIME, Kube
 from compiler.plugins.base import controller_reference
 
 Obj = dict[str, Any]
+RECORD = "RuntimeSnapshot"
+ALTERED = "RuntimeSnapshotAltered"
+_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 
 
 class SnapshotError(Exception):
@@ -36,10 +51,12 @@ def _kind(trainjob: Obj) -> str:
     return str(_ref(trainjob).get("kind") or "ClusterTrainingRuntime")
 
 
-def read(kube: Kube, trainjob: Obj) -> Obj | None:
-    """The runtime in the snapshot, None when there is no snapshot; SnapshotError if bad."""
+def read(kube: Kube, trainjob: Obj, found: Obj | None = None) -> Obj | None:
+    """The runtime in the snapshot (`found`, else fetched), None when there is no snapshot;
+    SnapshotError if bad."""
     meta = trainjob["metadata"]
-    found = kube.get(CONFIGMAP, meta["namespace"], name_of(trainjob))
+    if found is None:
+        found = kube.get(CONFIGMAP, meta["namespace"], name_of(trainjob))
     if found is None:
         return None
     wrap = "unable to get runtime snapshot" if _kind(trainjob) == "TrainingRuntime" \
@@ -102,24 +119,72 @@ def live(kube: Kube, trainjob: Obj) -> Obj:
     return found
 
 
-def write(kube: Kube, trainjob: Obj, runtime: Obj) -> None:
-    """Take the snapshot (server-side apply, owned by the TrainJob)."""
+def body(runtime: Obj) -> str:
+    """The snapshot's `runtime` value: the runtime's identity and spec as YAML."""
     meta = runtime.get("metadata") or {}
     kept = {k: meta[k] for k in ("name", "namespace", "labels", "annotations", "uid",
                                  "resourceVersion", "generation") if k in meta}
-    body = {"apiVersion": runtime.get("apiVersion"), "kind": runtime.get("kind"),
-            "metadata": kept, "spec": runtime.get("spec") or {}}
-    kube.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
-        "name": name_of(trainjob), "namespace": trainjob["metadata"]["namespace"],
-        "ownerReferences": [controller_reference(trainjob["metadata"]["name"],
-                                                  trainjob["metadata"].get("uid", ""))]},
-        "data": {"runtime": yaml.safe_dump(body, sort_keys=True)}})
+    return yaml.safe_dump({"apiVersion": runtime.get("apiVersion"), "kind": runtime.get("kind"),
+                           "metadata": kept, "spec": runtime.get("spec") or {}},
+                          sort_keys=True)
 
 
-def resolve(kube: Kube, trainjob: Obj) -> Obj:
-    """The runtime to compile with: the snapshot, else the live one (then snapshotted)."""
-    runtime = read(kube, trainjob)
-    if runtime is None:
+def configmap(trainjob: Obj, text: str) -> Obj:
+    """The snapshot ConfigMap holding `text`, owned by the TrainJob."""
+    meta = trainjob["metadata"]
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+        "name": name_of(trainjob), "namespace": meta["namespace"],
+        "ownerReferences": [controller_reference(meta["name"], meta.get("uid", ""))]},
+        "data": {"runtime": text}}
+
+
+def digest(text: Any) -> str:
+    """`sha256:<hex>` of a snapshot's `runtime` value (`none` when it is not a string)."""
+    if not isinstance(text, str):
+        return "none"
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def recorded(trainjob: Obj) -> str | None:
+    """The digest recorded in the TrainJob's status, if any."""
+    found = st.condition(trainjob.get("status") or {}, RECORD)
+    match = _DIGEST.search(str((found or {}).get("message", "")))
+    return match.group(0) if match and (found or {}).get("status") == "True" else None
+
+
+def record(status: Obj, trainjob: Obj, value: str, now: float) -> None:
+    """Keep the digest in the status (a condition: the status schema has no other place)."""
+    st.set_condition(status, {"type": RECORD, "status": "True", "reason": "Recorded",
+                              "message": f"ConfigMap {name_of(trainjob)} holds {value}"}, now)
+
+
+def resolve(kube: Kube, trainjob: Obj) -> tuple[Obj, str]:
+    """The runtime to compile with and the snapshot's digest: the verified snapshot, else the
+    live runtime (then snapshotted). `Refused` when the snapshot is not the TrainJob's own or
+    does not match the recorded digest."""
+    meta = trainjob["metadata"]
+    found = kube.get(CONFIGMAP, meta["namespace"], name_of(trainjob))
+    if found is not None and not ownership.controlled_by(found, str(meta.get("uid", ""))):
+        raise ownership.not_owned([found], trainjob)
+    want = recorded(trainjob)
+    if want is None and found is not None:
+        want = recorded(ownership.latest(kube, trainjob))
+    if want is None or found is None:
         runtime = live(kube, trainjob)
-        write(kube, trainjob, runtime)
-    return runtime
+        text = body(runtime)
+        if want is not None and digest(text) != want:
+            raise ownership.Refused(ALTERED, (
+                f"ConfigMap {meta['namespace']}/{name_of(trainjob)} was deleted after the "
+                f"controller took it, and the runtime has changed since (now {digest(text)}, "
+                f"recorded {want}); no JobSet is built: re-create the TrainJob"))
+        ownership.write(kube, configmap(trainjob, text), found)
+        return runtime, digest(text)
+    got = digest((found.get("data") or {}).get("runtime"))
+    if got != want:
+        raise ownership.Refused(ALTERED, (
+            f"ConfigMap {meta['namespace']}/{name_of(trainjob)} was altered after the "
+            f"controller took it (it holds {got}, the controller recorded {want}); no JobSet "
+            "is built from it: re-create the TrainJob"))
+    parsed = read(kube, trainjob, found)
+    assert parsed is not None
+    return parsed, got

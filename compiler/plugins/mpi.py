@@ -7,7 +7,9 @@ when the policy says 1), the SSH volume on the `node` and `launcher` jobs and th
 volume on the launcher, their mounts on the `node` containers, and the OpenMPI env on the
 launcher's `node` container. Build: the SSH Secret (only when the compile options carry a key
 source; otherwise a notice names the Secret the job needs), then the hostfile ConfigMap with
-one `<endpoint> slots=<n>` line per node pod.
+one `<endpoint> slots=<n>` line per node pod. Its size is computed first, without building
+it: a hostfile over the ConfigMap limit (1 MiB, which the API server would refuse) is an error,
+so that no count, however large, makes the compiler allocate in proportion to it.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ LAUNCHER = "launcher"
 OPENMPI = "OpenMPI"
 SLOTS = "mpi.numProcPerNode"
 HOSTFILE_DIR = "/etc/mpi"
+# The API server's limit on a ConfigMap's data (core validation, MaxSecretSize).
+CONFIGMAP_MAX_BYTES = 1024 * 1024
 
 
 def active(ctx: Context) -> bool:
@@ -127,6 +131,14 @@ def build(ctx: Context) -> PluginResult:
             "with a key source (tjc render --mpi-ssh-key generate|FILE)"))
     else:
         objects.append(_secret(ctx, secret_name))
+    size = hostfile_size(ctx)
+    if size > CONFIGMAP_MAX_BYTES:
+        notes.append(error("TJC-MPI-HOSTFILE-TOO-LARGE", (
+            f"the MPI hostfile of ConfigMap {ctx.name}-mpi-hostfile would hold {size} bytes, "
+            f"over the {CONFIGMAP_MAX_BYTES} bytes a ConfigMap may hold; lower numNodes "
+            "(or the runtime's replicas/parallelism)"),
+            ("spec", "trainer", "numNodes") if "numNodes" in (ctx.trainer or {}) else ()))
+        return PluginResult(objects=tuple(objects), diagnostics=tuple(notes))
     objects.append(_hostfile(ctx))
     return PluginResult(objects=tuple(objects), diagnostics=tuple(notes))
 
@@ -140,18 +152,43 @@ def _secret(ctx: Context, name: str) -> Obj:
                             "ssh-publickey": base64.b64encode(keys.public_key).decode()})
 
 
-def hostfile_text(ctx: Context) -> str:
-    """`<endpoint> slots=<n>` for every pod of `node` (and `launcher` when it runs as a node)."""
+def _host_sets(ctx: Context) -> tuple[list[PodSet], Any]:
+    """The pod sets listed in the hostfile, and the slots per line (none without OpenMPI)."""
     policy = _policy(ctx)
     if policy.get("mpiImplementation", OPENMPI) != OPENMPI:
-        return ""
+        return [], 1
     slots = ctx.facts.get(SLOTS, policy.get("numProcPerNode", 1))
     as_node = policy.get("runLauncherAsNode") is True
-    lines = []
-    for ps in ctx.pod_sets:
-        if ps.name == NODE or (as_node and ps.name == LAUNCHER):
-            lines += [f"{endpoint} slots={slots}\n" for endpoint in ctx.endpoints(ps)]
-    return "".join(lines)
+    return [ps for ps in ctx.pod_sets
+            if ps.name == NODE or (as_node and ps.name == LAUNCHER)], slots
+
+
+def hostfile_text(ctx: Context) -> str:
+    """`<endpoint> slots=<n>` for every pod of `node` (and `launcher` when it runs as a node)."""
+    sets, slots = _host_sets(ctx)
+    return "".join(f"{endpoint} slots={slots}\n" for ps in sets for endpoint in ctx.endpoints(ps))
+
+
+def _digits_below(n: int) -> int:
+    """The number of decimal digits in 0, 1, ..., n-1 together."""
+    total, width, start = 0, 1, 0
+    while start < n:
+        end = min(n, 10 ** width)
+        total += (end - start) * width
+        start, width = end, width + 1
+    return total
+
+
+def hostfile_size(ctx: Context) -> int:
+    """The byte length of `hostfile_text`, by arithmetic (no line is built): each line is
+    `<tj>-<job>-<replica>-<pod>.<subdomain> slots=<n>` and a newline."""
+    sets, slots = _host_sets(ctx)
+    size = 0
+    for ps in sets:
+        fixed = len(f"{ctx.name}-{ps.name}--.{ctx.subdomain()} slots={slots}\n".encode())
+        size += ps.replicas * ps.count * fixed + ps.count * _digits_below(ps.replicas) + \
+            ps.replicas * _digits_below(ps.count)
+    return size
 
 
 def _hostfile(ctx: Context) -> Obj:

@@ -1,0 +1,89 @@
+"""`tjc diff OLD NEW`: render two trees (folders, or two git revisions, either optionally built
+by kustomize; see `compiler.cli.diff_sources`) and diff per TrainJob.
+
+Exit codes: 0 the rendered objects are the same, 1 they differ, 2 an error (an input that
+cannot be read, a TrainJob or runtime with errors, a git revision that does not exist).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from compiler import diffing
+from compiler.builtin import builtin_runtimes
+from compiler.cli import diff_sources
+from compiler.diagnostics import Diagnostic, Severity, has_errors
+from compiler.errors import InputError
+from compiler.loader import Source
+from compiler.render import render_stream
+
+HELP = "render two versions of the inputs and show, per TrainJob, how its objects differ"
+EPILOG = """\
+exit codes: 0 same objects, 1 different, 2 error (printed on stderr).
+
+examples:
+  tjc diff old/ new/                            two folders
+  tjc diff --git main HEAD                      two revisions of the repository (this folder)
+  tjc diff --git origin/main HEAD jobs/ -f markdown > comment.md   for a pull request
+  tjc diff --git --kustomize main HEAD overlays/prod   an overlay, built by kustomize
+"""
+
+
+def register(verbs: Any) -> None:
+    """Add the `diff` verb to the parser."""
+    parser = verbs.add_parser("diff", help=HELP, description=HELP[0].upper() + HELP[1:] + ".",
+                              epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("old", metavar="OLD", help="folder or file (with --git: a revision)")
+    parser.add_argument("new", metavar="NEW", help="folder or file (with --git: a revision)")
+    parser.add_argument("paths", nargs="*", metavar="PATH",
+                        help="with --git: the paths to render in both revisions (default: .)")
+    parser.add_argument("--git", action="store_true",
+                        help="OLD and NEW are git revisions of the repository of this folder")
+    parser.add_argument("--kustomize", action="store_true",
+                        help="render `kustomize build` of each side (OLD/NEW, or with --git "
+                        "each PATH) instead of the YAML files (kustomize from PATH)")
+    parser.add_argument("-f", "--format", choices=("text", "markdown"), default="text",
+                        help="unified diffs (text) or a pull-request comment (markdown)")
+    parser.add_argument("-U", "--context", type=int, default=3, metavar="N",
+                        help="lines of context around each change (default: 3)")
+    parser.add_argument("--no-builtin-runtimes", action="store_true",
+                        help="do not load the built-in ClusterTrainingRuntimes")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Render both sides, print the differences; 0 same, 1 different, 2 error."""
+    if args.context < 0:
+        print("tjc diff: error: --context must be 0 or more", file=sys.stderr)
+        return 2
+    if args.paths and not args.git:
+        print("tjc diff: error: extra paths need --git (without it, OLD and NEW are the "
+              "two paths)", file=sys.stderr)
+        return 2
+    try:
+        old, new = (_sources(args, side) for side in (args.old, args.new))
+    except InputError as exc:
+        print(f"tjc diff: {exc.diagnostic.message}", file=sys.stderr)
+        return 2
+    builtin = () if args.no_builtin_runtimes else builtin_runtimes()
+    old_texts, old_diags = diffing.rendered(render_stream(old, builtin))
+    new_texts, new_diags = diffing.rendered(render_stream(new, builtin))
+    _report(old_diags + new_diags)
+    diffs = diffing.compare(old_texts, new_texts, (args.old, args.new), args.context)
+    out = diffing.as_markdown(diffs) if args.format == "markdown" else diffing.as_text(diffs)
+    sys.stdout.write(out)
+    if has_errors(old_diags + new_diags):
+        return 2
+    return 1 if diffs else 0
+
+
+def _report(diagnostics: list[Diagnostic]) -> None:
+    for diag in diagnostics:
+        if diag.severity is not Severity.NOTICE:
+            print(diag.text(), file=sys.stderr)
+
+
+def _sources(args: argparse.Namespace, side: str) -> list[Source]:
+    return diff_sources.sources(side, args.paths, git=args.git, kustomize=args.kustomize)

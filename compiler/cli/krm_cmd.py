@@ -1,0 +1,103 @@
+"""`tjc krm`: run as a KRM function (kustomize exec/container function, kpt).
+
+Reads a `ResourceList` on stdin and writes the transformed one on stdout (see `compiler.krm`);
+its `functionConfig` carries the render and policy options. Exit 1 when a result is an error
+(the KRM spec's failure), 2 when the input is not a ResourceList or the options are unusable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from compiler import emit, krm
+from compiler.builtin import builtin_runtimes
+from compiler.cli import policy_opts
+from compiler.context import CompileOptions
+from compiler.loader import read_source
+from compiler.passthrough import PassOptions
+
+if TYPE_CHECKING:
+    from compiler.policy.check import PolicyChecker
+
+HELP = "run as a KRM function: ResourceList on stdin, transformed ResourceList on stdout"
+EPILOG = """\
+functionConfig options (a ConfigMap's data, or the spec of any kind):
+  keepTrainJobs: false     keep each TrainJob, followed by its objects
+  validate: true           check TrainJobs as tjc validate does (false: --no-validate)
+  builtinRuntimes: true    resolve against the built-in ClusterTrainingRuntimes
+  defaultPolicies: true    apply the built-in CUE policy packs
+  policies: [DIR, ...]     also apply the packs of these folders
+  skip: [RULE, ...]        rules or packs not to apply
+  policyValues: {...}      settings of the packs (e.g. resources: {maxNumNodes: 16})
+
+examples:
+  kustomize build --enable-alpha-plugins --enable-exec overlays/prod
+      (with a transformers: entry whose config.kubernetes.io/function is
+       exec: {path: tjc, args: [krm]})
+  kpt fn eval --exec tjc -- krm     (kpt passes the options as a ConfigMap)
+"""
+
+
+def register(verbs: Any) -> None:
+    """Add the `krm` verb to the parser."""
+    parser = verbs.add_parser("krm", help=HELP, description=HELP[0].upper() + HELP[1:] + ".",
+                              epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Read the ResourceList, transform it, print it; exit 1 on an error result."""
+    del args
+    try:
+        items, config = krm.items_of(_read_stdin())
+        cfg = krm.parse_config(config)
+    except krm.ConfigError as exc:
+        print(f"tjc krm: error: {exc}", file=sys.stderr)
+        return 2
+    opts = PassOptions(keep_trainjobs=cfg.keep_trainjobs, validate=cfg.validate,
+                       compile=CompileOptions(), policies=_policies(cfg))
+    builtin = builtin_runtimes() if cfg.builtin_runtimes else ()
+    outcome = krm.run(items, opts, builtin)
+    if opts.policies is not None and opts.policies.policies.errors:
+        outcome.resource_list["results"].extend(
+            krm.result(d, {}) for d in opts.policies.policies.errors)
+        outcome.failed = True
+    sys.stdout.write(emit.to_yaml(outcome.resource_list))
+    for res in outcome.resource_list["results"]:
+        if res["severity"] == "error":
+            print(f"tjc krm: {_line(res)}", file=sys.stderr)
+    return 1 if outcome.failed else 0
+
+
+def _read_stdin() -> Any:
+    """The first document on stdin (YAML or JSON), read with the loader's size bound."""
+    try:
+        for doc in yaml.load_all(read_source("-").text, Loader=yaml.CSafeLoader):
+            if doc is not None:
+                return doc
+    except yaml.YAMLError as exc:
+        raise krm.ConfigError(f"stdin is not YAML: {exc}") from None
+    raise krm.ConfigError("no ResourceList on stdin")
+
+
+def _policies(cfg: krm.FunctionConfig) -> PolicyChecker | None:
+    if not cfg.validate:
+        return None
+    ns = argparse.Namespace(policy=cfg.policies, no_default_policies=not cfg.default_policies,
+                            skip=cfg.skip, policy_values=None)
+    return policy_opts.build(ns, settings=cfg.policy_values)
+
+
+def _line(res: dict[str, Any]) -> str:
+    """One stderr line per error result (kustomize shows the function's stderr)."""
+    where = res.get("file", {}).get("path", "")
+    ref = res.get("resourceRef")
+    obj = f"{ref['kind']} {ref.get('namespace', '')}/{ref['name']}".replace(" /", " ") \
+        if ref else ""
+    fld = res.get("field", {}).get("path", "")
+    parts = [p for p in (where, "error", obj, fld) if p]
+    return ": ".join(parts) + f": {res['message']} [{res['tags']['rule']}]"

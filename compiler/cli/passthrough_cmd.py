@@ -1,0 +1,71 @@
+"""`tjc render --passthrough`: the transformer mode on a stream (see `compiler.passthrough`).
+
+For pipes (`kustomize build . | tjc render --passthrough -`) and as a Helm post-renderer:
+every input resource is printed in input order, each TrainJob replaced by its objects (with
+`--keep-trainjobs`, followed by them). Exit 1 when an input has errors, as `tjc render`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from compiler import emit
+from compiler.builtin import builtin_runtimes
+from compiler.cli import policy_opts
+from compiler.context import CompileOptions, SSHKeySource
+from compiler.diagnostics import Diagnostic, Severity, has_errors
+from compiler.loader import read_sources
+from compiler.passthrough import PassOptions, transform
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add --passthrough and --keep-trainjobs to `tjc render`."""
+    group = parser.add_argument_group("transformer mode (pipes, Helm post-renderer)")
+    group.add_argument("--passthrough", action="store_true",
+                       help="print every input resource in input order, each TrainJob "
+                       "replaced by its objects (for kustomize build | tjc, helm "
+                       "--post-renderer)")
+    group.add_argument("--keep-trainjobs", action="store_true",
+                       help="with --passthrough: keep each TrainJob, followed by its objects")
+
+
+def misused(args: argparse.Namespace) -> str | None:
+    """Why the transformer flags cannot be used as given, or None."""
+    if args.keep_trainjobs and not args.passthrough:
+        return "--keep-trainjobs needs --passthrough"
+    if args.passthrough and args.output_dir:
+        return "--passthrough prints a stream; it cannot be combined with --output-dir"
+    return None
+
+
+def run(args: argparse.Namespace, ssh_keys: SSHKeySource | None) -> int:
+    """Transform the inputs and print them; exit 1 if any input had errors."""
+    sources = read_sources(args.paths)
+    checker = None if args.no_validate else policy_opts.build(args)
+    opts = PassOptions(keep_trainjobs=args.keep_trainjobs, validate=not args.no_validate,
+                       compile=CompileOptions(ssh_keys=ssh_keys), policies=checker)
+    builtin = () if args.no_builtin_runtimes else builtin_runtimes()
+    objects: list[dict[str, Any]] = []
+    errors = False
+    for item in transform(sources, builtin, opts):
+        if item.obj is not None and args.output == "json":
+            objects.append(item.obj)
+        elif item.obj is not None:
+            sys.stdout.write("---\n" + emit.to_yaml(item.obj))
+        errors = errors or has_errors(item.diagnostics)
+        _report(item.diagnostics, quiet=args.quiet)
+    if checker is not None and checker.policies.errors:
+        _report(checker.policies.errors, quiet=args.quiet)
+        errors = True
+    if args.output == "json":
+        sys.stdout.write(emit.json_list(objects))
+    sys.stdout.flush()
+    return 1 if errors else 0
+
+
+def _report(diagnostics: list[Diagnostic], *, quiet: bool) -> None:
+    for diag in diagnostics:
+        if not (quiet and diag.severity is Severity.NOTICE):
+            print(diag.text(), file=sys.stderr)

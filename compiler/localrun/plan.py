@@ -1,0 +1,285 @@
+"""From the compiled objects of one TrainJob to the local processes that stand in for its pods.
+
+`build_plan` walks the JobSet's replicated jobs in order and, for every pod (replica x
+completion index), resolves what the kubelet would (`compiler.localrun.kubelet`), maps every
+pod host name to 127.0.0.1 and every declared container port to a free local port
+(`compiler.localrun.hosts`), writes mounted ConfigMaps and Secrets as files below the run
+folder, and refuses what cannot run here. Called by `compiler.cli.run_cmd`; runs nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from compiler.localrun import hosts, kubelet, shims
+from compiler.localrun.kubelet import Obj, PodIdentity, PodView
+
+_SSH_SERVERS = frozenset({"sshd"})
+
+
+class Refusal(ValueError):
+    """Something in the JobSet that cannot run as a local process; the message says what."""
+
+
+@dataclass
+class LocalPod:
+    """One pod as a local process."""
+
+    identity: PodIdentity
+    argv: list[str]
+    env: dict[str, str]
+    ssh_server: bool = False  # a pod that only serves SSH: the local ssh stand-in replaces it
+    ready_port: int | None = None  # local port of a tcpSocket readiness probe
+
+    @property
+    def name(self) -> str:
+        """The pod's host name, used to prefix its log lines."""
+        return self.identity.hostname
+
+
+@dataclass
+class LocalJob:
+    """One replicated job: its pods and what it waits for."""
+
+    name: str
+    pods: list[LocalPod]
+    depends_on: list[tuple[str, str]] = field(default_factory=list)  # (job, Ready|Complete)
+
+
+@dataclass
+class Plan:
+    """Everything `compiler.localrun.runner` needs to run a JobSet."""
+
+    jobset: str
+    jobs: list[LocalJob]
+    in_order: bool
+    success_operator: str
+    success_targets: list[str]
+    max_restarts: int
+
+
+@dataclass
+class Options:
+    """How to run: which interpreter stands in for the image, where files go."""
+
+    python: str
+    run_dir: Path
+    ignore_gpus: bool = False
+    base_env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+
+
+def build_plan(objects: list[Obj], options: Options) -> Plan:
+    """The plan for the JobSet among `objects`; raises Refusal for what cannot run here."""
+    jobsets = [obj for obj in objects if obj.get("kind") == "JobSet"]
+    if len(jobsets) != 1:
+        raise Refusal(f"expected one JobSet among the compiled objects, found {len(jobsets)}")
+    jobset = jobsets[0]
+    spec = jobset.get("spec") or {}
+    name = str(jobset["metadata"]["name"])
+    if spec.get("suspend"):
+        raise Refusal(f"JobSet {name} is suspended (the TrainJob sets spec.suspend: true), so "
+                      "a cluster would start none of its pods; resume it to run it")
+    side = {(str(o.get("kind")), str(o["metadata"]["name"])): o for o in objects
+            if o.get("kind") in ("ConfigMap", "Secret")}
+    pods = _identities(jobset)
+    subdomain = str((spec.get("network") or {}).get("subdomain") or name)
+    table = hosts.HostTable.build(pods, subdomain, _declared_ports(jobset))
+    bin_dir = shims.write(options.run_dir, options.python, table.names())
+    jobs = []
+    for rjob in spec.get("replicatedJobs") or []:
+        members = [p for p in pods if p[0].replicated_job == rjob["name"]]
+        built = [_pod(ident, template, side, table, options, bin_dir)
+                 for ident, template in members]
+        depends = [(str(d["name"]), str(d.get("status", "Complete")))
+                   for d in rjob.get("dependsOn") or []]
+        jobs.append(LocalJob(str(rjob["name"]), built, depends))
+    _reach_ssh_servers(jobs, bin_dir)
+    return _with_policies(spec, name, jobs)
+
+
+def _reach_ssh_servers(jobs: list[LocalJob], bin_dir: Path) -> None:
+    """When pods serve SSH (MPI nodes), the other pods' mpirun goes through the ssh stand-in;
+    a pod's own env still wins."""
+    pods = [pod for job in jobs for pod in job.pods]
+    if any(pod.ssh_server for pod in pods):
+        for pod in pods:
+            if not pod.ssh_server:
+                pod.env = {**shims.mpi_env(bin_dir), **pod.env}
+
+
+def _with_policies(spec: Obj, name: str, jobs: list[LocalJob]) -> Plan:
+    success = spec.get("successPolicy") or {}
+    failure = spec.get("failurePolicy") or {}
+    startup = spec.get("startupPolicy") or {}
+    return Plan(jobset=name, jobs=jobs,
+                in_order=startup.get("startupPolicyOrder") == "InOrder",
+                success_operator=str(success.get("operator", "All")),
+                success_targets=[str(t) for t in success.get("targetReplicatedJobs") or []]
+                or [job.name for job in jobs],
+                max_restarts=int(failure.get("maxRestarts", 0)))
+
+
+def _identities(jobset: Obj) -> list[tuple[PodIdentity, Obj]]:
+    """Every pod of the JobSet with its pod template, in JobSet order."""
+    out: list[tuple[PodIdentity, Obj]] = []
+    name = str(jobset["metadata"]["name"])
+    namespace = str(jobset["metadata"].get("namespace") or "default")
+    global_index = 0
+    for rjob in (jobset.get("spec") or {}).get("replicatedJobs") or []:
+        replicas = int(rjob.get("replicas", 1))
+        job_spec = (rjob.get("template") or {}).get("spec") or {}
+        parallelism = int(job_spec.get("parallelism", 1))
+        completions = int(job_spec.get("completions", parallelism))
+        for job_index in range(replicas):
+            for index in range(completions):
+                out.append((PodIdentity(name, namespace, str(rjob["name"]), replicas, job_index,
+                                        global_index, index,
+                                        str(rjob.get("groupName", "default"))),
+                            job_spec.get("template") or {}))
+            global_index += 1
+    return out
+
+
+def _declared_ports(jobset: Obj) -> dict[str, list[int]]:
+    """Replicated job name -> the container ports its pods declare."""
+    out: dict[str, list[int]] = {}
+    for rjob in (jobset.get("spec") or {}).get("replicatedJobs") or []:
+        pod = ((rjob.get("template") or {}).get("spec") or {}).get("template") or {}
+        ports = [int(port["containerPort"]) for c in _containers(pod)
+                 for port in c.get("ports") or [] if "containerPort" in port]
+        out[str(rjob["name"])] = ports
+    return out
+
+
+def _containers(template: Obj) -> list[Obj]:
+    return list((template.get("spec") or {}).get("containers") or [])
+
+
+def _pod(ident: PodIdentity, template: Obj, side: dict[tuple[str, str], Obj],
+         table: hosts.HostTable, options: Options, bin_dir: Path) -> LocalPod:
+    pod_spec = template.get("spec") or {}
+    containers = _containers(template)
+    if len(containers) != 1 or pod_spec.get("initContainers"):
+        raise Refusal(f"pod {ident.hostname}: only pods with one container and no init "
+                      f"containers run locally (it has {len(containers)} and "
+                      f"{len(pod_spec.get('initContainers') or [])})")
+    container = containers[0]
+    _check_gpus(ident, container, options.ignore_gpus)
+    labels, annotations = kubelet.pod_metadata(ident, template)
+    view = PodView(ident, labels, annotations,
+                   str(pod_spec.get("serviceAccountName") or "default"), side)
+    try:
+        env = kubelet.container_env(container, view)
+    except kubelet.KubeletError as exc:
+        raise Refusal(f"pod {ident.hostname}: {exc}") from exc
+    env.setdefault("JOB_COMPLETION_INDEX", str(ident.completion_index))
+    argv = [kubelet.expand(str(part), env) for part in
+            [*(container.get("command") or []), *(container.get("args") or [])]]
+    mounts = _mount(ident, pod_spec, container, side, options.run_dir)
+    env = {key: hosts.remap_paths(table.rewrite(value), mounts) for key, value in
+           hosts.remap_port_vars(env, table).items()}
+    argv = [hosts.remap_paths(table.rewrite(part), mounts) for part in argv]
+    env.setdefault("HOSTNAME", ident.hostname)
+    return _finish(ident, container, argv, env, options, bin_dir, table)
+
+
+def _finish(ident: PodIdentity, container: Obj, argv: list[str], env: dict[str, str],
+            options: Options, bin_dir: Path, table: hosts.HostTable) -> LocalPod:
+    if not container.get("command"):
+        raise Refusal(f"pod {ident.hostname}: container {container.get('name')!r} sets no "
+                      f"command, so it runs the entrypoint of image {container.get('image')!r}, "
+                      "which does not exist on this machine")
+    program = os.path.basename(argv[0])
+    if program in _SSH_SERVERS:
+        return LocalPod(ident, argv, env, ssh_server=True)
+    path = f"{bin_dir}{os.pathsep}{options.base_env.get('PATH', os.defpath)}"
+    if shutil.which(argv[0], path=path) is None:
+        raise Refusal(f"pod {ident.hostname}: {argv[0]!r} (the command of container "
+                      f"{container.get('name')!r}) is in the filesystem of image "
+                      f"{container.get('image')!r}, not on this machine")
+    # unbuffered unless the pod says otherwise, so that output streams as it is printed
+    return LocalPod(ident, argv, {"PYTHONUNBUFFERED": "1", **options.base_env, **env,
+                                  "PATH": path}, ready_port=_ready_port(ident, container, table))
+
+
+def _ready_port(ident: PodIdentity, container: Obj, table: hosts.HostTable) -> int | None:
+    """The local port a tcpSocket readiness probe checks (a named port is looked up)."""
+    port = ((container.get("readinessProbe") or {}).get("tcpSocket") or {}).get("port")
+    if isinstance(port, str) and not port.isdigit():
+        named = {p.get("name"): p.get("containerPort") for p in container.get("ports") or []}
+        port = named.get(port)
+    if port is None:
+        return None
+    return table.ports.get((ident.hostname, int(port)), int(port))
+
+
+def _check_gpus(ident: PodIdentity, container: Obj, ignore: bool) -> None:
+    resources = container.get("resources") or {}
+    for section in ("limits", "requests"):
+        for key, value in (resources.get(section) or {}).items():
+            if "gpu" in str(key).lower() and str(value) not in ("0", "") and not ignore:
+                raise Refusal(f"pod {ident.hostname}: container {container.get('name')!r} "
+                              f"requests {key}: {value}; run with --ignore-gpus to run it "
+                              "without one")
+
+
+def _mount(ident: PodIdentity, pod_spec: Obj, container: Obj,
+           side: dict[tuple[str, str], Obj], run_dir: Path) -> list[tuple[str, str]]:
+    """Write the container's volumes below the run folder; (mountPath, local path) pairs."""
+    volumes = {str(v.get("name")): v for v in pod_spec.get("volumes") or []}
+    pairs = []
+    for mount in container.get("volumeMounts") or []:
+        volume = volumes.get(str(mount.get("name")), {})
+        local = _volume_dir(ident, volume, run_dir)
+        _fill(local, volume, side)
+        target = local / str(mount.get("subPath") or "")
+        pairs.append((str(mount["mountPath"]).rstrip("/") or "/", str(target).rstrip("/")))
+    return pairs
+
+
+def _volume_dir(ident: PodIdentity, volume: Obj, run_dir: Path) -> Path:
+    name = str(volume.get("name", "volume"))
+    if "persistentVolumeClaim" in volume:  # shared by every pod, as a ReadWriteMany claim is
+        claim = str(volume["persistentVolumeClaim"].get("claimName", name))
+        return run_dir / "volumes" / claim
+    if "hostPath" in volume:
+        return Path(str(volume["hostPath"].get("path", "/")))
+    return run_dir / "pods" / ident.hostname / "volumes" / name
+
+
+def _fill(local: Path, volume: Obj, side: dict[tuple[str, str], Obj]) -> None:
+    """Create the volume folder; a ConfigMap or Secret volume gets its keys as files."""
+    if "hostPath" in volume:
+        return
+    local.mkdir(parents=True, exist_ok=True)
+    kind, source = ("ConfigMap", volume.get("configMap")) if "configMap" in volume else \
+        ("Secret", volume.get("secret"))
+    if not isinstance(source, dict):
+        return
+    ref = str(source.get("name") or source.get("secretName") or "")
+    found = side.get((kind, ref))
+    if found is None:
+        if source.get("optional"):
+            return
+        raise Refusal(f"{kind} {ref!r} mounted as volume {volume.get('name')!r} is not among "
+                      "the compiled objects")
+    _write_items(local, found.get("data") or {}, source, kind)
+
+
+def _write_items(local: Path, data: dict[str, Any], source: Obj, kind: str) -> None:
+    items = source.get("items") or [{"key": key, "path": key} for key in sorted(data)]
+    default_mode = int(source.get("defaultMode", 0o644))
+    for item in items:
+        raw = data.get(item["key"])
+        if raw is None:
+            continue
+        content = kubelet.decoded(str(raw)) if kind == "Secret" else str(raw).encode()
+        target = local / str(item["path"])
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(content)
+        # readable by the owner whatever the mode: locally the owner is the one who runs it
+        target.chmod(int(item.get("mode", default_mode)) | 0o400)

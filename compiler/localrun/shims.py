@@ -1,0 +1,57 @@
+"""Small programs that stand in for the image on this machine.
+
+`write` creates `<run dir>/bin`, put first on every pod's PATH: `python`, `python3` and
+`torchrun` run the interpreter given with `--python`, and `tjc-ssh` stands in for ssh: it runs
+the command on this machine when the host is one of the pods (so that `mpirun` reaches the
+"nodes" of the hostfile without an SSH server). Called by the plan.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from pathlib import Path
+
+_SSH = """#!/bin/sh
+# ssh stand-in of tjc run --local: every pod host is this machine.
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -o|-p|-l|-i|-F|-E|-c|-m|-b|-J|-L|-R|-D|-S|-W) shift 2 ;;
+    -*) shift ;;
+    *) break ;;
+  esac
+done
+host="$1"; shift
+case " {hosts} " in
+  *" $host "*) exec sh -c "$*" ;;
+esac
+echo "tjc-ssh: $host is not a pod of this JobSet" >&2
+exit 255
+"""
+
+
+def write(run_dir: Path, python: str, hosts: list[str]) -> Path:
+    """Create the shims; returns their folder."""
+    bin_dir = run_dir / "bin"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    exe = shlex.quote(python)
+    scripts = {
+        "python": f'#!/bin/sh\nexec {exe} "$@"\n',
+        "python3": f'#!/bin/sh\nexec {exe} "$@"\n',
+        "torchrun": f'#!/bin/sh\nexec {exe} -m torch.distributed.run "$@"\n',
+        "tjc-ssh": _SSH.replace("{hosts}", " ".join(hosts)),
+    }
+    for name, text in scripts.items():
+        path = bin_dir / name
+        path.write_text(text)
+        path.chmod(0o755)
+    return bin_dir
+
+
+def mpi_env(bin_dir: Path) -> dict[str, str]:
+    """What an Open MPI launcher needs to start its ranks through the ssh stand-in (a pod's
+    own env still wins)."""
+    env = {"OMPI_MCA_plm_rsh_agent": str(bin_dir / "tjc-ssh")}
+    if os.geteuid() == 0:  # containers run as their user; locally mpirun may be root
+        env |= {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+    return env

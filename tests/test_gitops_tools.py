@@ -1,0 +1,358 @@
+"""tjc inside the real GitOps tools: kustomize (a pipe and an exec KRM function), helm (a
+post-renderer) and the Argo CD plugin's commands run as Argo CD's cmp-server runs them.
+
+kustomize and helm are the versions pinned in e2e/tools/go.mod, built by e2e/tools/build.sh
+(`make test` runs it). Without them these tests skip, except in CI (CI=true), where a missing
+tool is a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+ARGOCD = ROOT / "deploy" / "argocd"
+TJC_BIN = Path(sys.executable).parent
+
+
+@pytest.fixture(scope="module")
+def tools() -> Path:
+    """The folder with kustomize and helm."""
+    found = subprocess.run([str(ROOT / "e2e" / "tools" / "build.sh"), "--print-dir"],
+                           capture_output=True, text=True, check=True).stdout.strip()
+    folder = Path(found)
+    if not ((folder / "kustomize").is_file() and (folder / "helm").is_file()):
+        message = f"kustomize and helm not built (run e2e/tools/build.sh): {folder}"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    return folder
+
+
+def env_with(tools: Path, **extra: str) -> dict[str, str]:
+    path = os.pathsep.join([str(TJC_BIN), str(tools), os.environ.get("PATH", "")])
+    return {**os.environ, "PATH": path, **extra}
+
+
+def sh(argv: list[str], env: dict[str, str], cwd: Path | None = None,
+       stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, capture_output=True, text=True, env=env, cwd=cwd, input=stdin,
+                          timeout=300, check=False)
+
+
+def docs(text: str) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all(text) if d]
+
+
+def parallelism(jobset: dict[str, Any]) -> int:
+    node = next(r for r in jobset["spec"]["replicatedJobs"] if r["name"] == "node")
+    return int(node["template"]["spec"]["parallelism"])
+
+
+def test_tools_are_the_pinned_versions(tools: Path) -> None:
+    assert sh([str(tools / "kustomize"), "version"], os.environ.copy()).stdout.strip() == \
+        "v5.7.1"
+    assert 'Version:"v3.19.0"' in sh([str(tools / "helm"), "version"], os.environ.copy()).stdout
+
+
+def test_kustomize_build_piped_through_passthrough(tools: Path) -> None:
+    env = env_with(tools)
+    built = sh(["kustomize", "build", str(EXAMPLES / "gitops" / "overlays" / "prod")], env)
+    assert built.returncode == 0, built.stderr
+    done = sh(["tjc", "render", "--passthrough", "-q", "-"], env, stdin=built.stdout)
+    assert done.returncode == 0, done.stderr
+    out = docs(done.stdout)
+    assert [d["kind"] for d in out] == [d["kind"] if d["kind"] != "TrainJob" else "JobSet"
+                                       for d in docs(built.stdout)]
+    namespace, config, jobset = out
+    assert namespace["metadata"]["labels"] == {"environment": "prod"}
+    assert config["data"] == {"DATASET": "s3://datasets/mnist", "EPOCHS": "3"}
+    # the overlay's JSON patch made numNodes 4: the JobSet runs four node pods
+    assert jobset["metadata"] == {"name": "mnist", "namespace": "ml-team"} and \
+        parallelism(jobset) == 4
+
+
+def test_kustomize_runs_tjc_as_an_exec_krm_function(tools: Path) -> None:
+    env = env_with(tools)
+    done = sh(["kustomize", "build", "--enable-alpha-plugins", "--enable-exec",
+               str(EXAMPLES / "gitops" / "rendered")], env)
+    assert done.returncode == 0, done.stderr
+    out = docs(done.stdout)
+    assert [(d["kind"], d["metadata"]["name"]) for d in out] == [
+        ("Namespace", "ml-team"), ("ConfigMap", "train-config"), ("JobSet", "mnist")]
+    assert parallelism(out[2]) == 4
+    assert "config.kubernetes.io" not in done.stdout
+
+
+def test_kustomize_fails_when_the_function_reports_an_error(tools: Path,
+                                                            tmp_path: Path) -> None:
+    shutil.copytree(EXAMPLES / "gitops", tmp_path / "gitops")
+    config = tmp_path / "gitops" / "rendered" / "tjc.yaml"
+    config.write_text(config.read_text().replace("maxNumNodes: 8", "maxNumNodes: 2"))
+    done = sh(["kustomize", "build", "--enable-alpha-plugins", "--enable-exec",
+               str(tmp_path / "gitops" / "rendered")], env_with(tools))
+    assert done.returncode != 0 and done.stdout == ""
+    assert "4 trainer nodes, more than the allowed 2" in done.stderr
+    assert "[resources.max-nodes]" in done.stderr
+
+
+def test_helm_template_with_the_post_renderer_wrapper(tools: Path) -> None:
+    done = sh(["helm", "template", "demo", str(EXAMPLES / "helm-chart"), "--set", "numNodes=3",
+               "--post-renderer", str(ROOT / "deploy" / "helm" / "tjc-post-renderer")],
+              env_with(tools))
+    assert done.returncode == 0, done.stderr
+    out = docs(done.stdout)
+    assert [(d["kind"], d["metadata"]["name"]) for d in out] == [
+        ("ConfigMap", "demo-config"), ("JobSet", "demo")]
+    assert parallelism(out[1]) == 3
+
+
+def test_helm_post_renderer_is_tjc_itself_with_args(tools: Path) -> None:
+    done = sh(["helm", "template", "demo", str(EXAMPLES / "helm-chart"), "--post-renderer",
+               str(TJC_BIN / "tjc"), *[f"--post-renderer-args={a}" for a in
+                                       ("render", "--passthrough", "--keep-trainjobs", "-q",
+                                        "-")]], env_with(tools))
+    assert done.returncode == 0, done.stderr
+    assert [d["kind"] for d in docs(done.stdout)] == ["ConfigMap", "TrainJob", "JobSet"]
+
+
+# --- Argo CD: the plugin's commands, run as the cmp-server runs them -----------------------
+
+def plugin() -> dict[str, Any]:
+    found: dict[str, Any] = yaml.safe_load((ARGOCD / "plugin.yaml").read_text())
+    return found
+
+
+def argocd_env(tools: Path, app: Path) -> dict[str, str]:
+    """What Argo CD's repo-server sets for a plugin's commands (build environment and the
+    application's plugin env with the ARGOCD_ENV_ prefix)."""
+    return env_with(tools, ARGOCD_APP_NAME="mnist-prod", ARGOCD_APP_NAMESPACE="ml-team",
+                    ARGOCD_APP_REVISION="0123456789abcdef0123456789abcdef01234567",
+                    ARGOCD_APP_REVISION_SHORT="0123456", ARGOCD_APP_SOURCE_PATH=str(app),
+                    ARGOCD_APP_SOURCE_REPO_URL="https://git.example.com/ml/apps.git",
+                    ARGOCD_APP_SOURCE_TARGET_REVISION="main", KUBE_VERSION="1.35.4",
+                    KUBE_API_VERSIONS="v1,apps/v1,batch/v1,jobset.x-k8s.io/v1alpha2,"
+                    "trainer.kubeflow.org/v1alpha1")
+
+
+def run_step(step: dict[str, Any], app: Path, env: dict[str, str]
+             ) -> subprocess.CompletedProcess[str]:
+    return sh([*step["command"], *step.get("args", [])], env, cwd=app)
+
+
+def test_argocd_discovery(tools: Path, tmp_path: Path) -> None:
+    find = plugin()["spec"]["discover"]["find"]
+    gitops = EXAMPLES / "gitops"
+    for app, matches in [(gitops / "overlays" / "prod", True), (EXAMPLES / "custom-runtime",
+                                                                True),
+                         (ROOT / "deploy" / "rbac", False), (tmp_path, False)]:
+        done = run_step(find, app, argocd_env(tools, app))
+        assert done.returncode == 0, done.stderr
+        assert bool(done.stdout.strip()) is matches, app
+
+
+def test_argocd_generate_on_a_kustomize_app(tools: Path, tmp_path: Path) -> None:
+    shutil.copytree(EXAMPLES / "gitops", tmp_path / "repo")
+    app = tmp_path / "repo" / "overlays" / "prod"
+    # the Application's plugin env TJC_ARGS: several arguments, split on spaces
+    args = "--keep-trainjobs --skip security.run-as-non-root"
+    env = {**argocd_env(tools, app), "ARGOCD_ENV_TJC_ARGS": args}
+    done = run_step(plugin()["spec"]["generate"], app, env)
+    assert done.returncode == 0, done.stderr
+    assert [d["kind"] for d in docs(done.stdout)] == ["Namespace", "ConfigMap", "TrainJob",
+                                                      "JobSet"]
+    assert done.stderr == ""
+
+
+def test_argocd_generate_on_a_plain_folder_and_a_failing_one(tools: Path,
+                                                             tmp_path: Path) -> None:
+    app = tmp_path / "app"
+    shutil.copytree(EXAMPLES / "custom-runtime", app)
+    generate = plugin()["spec"]["generate"]
+    done = run_step(generate, app, argocd_env(tools, app))
+    assert done.returncode == 0, done.stderr
+    # files in name order: resnet.yaml (the TrainJob), then runtime.yaml
+    assert [d["kind"] for d in docs(done.stdout)] == ["PodGroup", "JobSet", "TrainingRuntime"]
+    (app / "resnet.yaml").write_text((app / "resnet.yaml").read_text().replace(
+        "numNodes: 4", "numNodes: four"))
+    done = run_step(generate, app, argocd_env(tools, app))
+    assert done.returncode == 1
+    assert "resnet.yaml:15:15: error: TrainJob team-vision/resnet50: spec.trainer.numNodes" \
+        in done.stderr
+    # a kustomize failure fails the pipe too (pipefail), not an empty manifest set
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "kustomization.yaml").write_text("resources: [missing.yaml]\n")
+    done = run_step(generate, tmp_path / "broken", argocd_env(tools, tmp_path / "broken"))
+    assert done.returncode != 0 and "missing.yaml" in done.stderr
+
+
+def test_argocd_component_adds_the_sidecar_and_the_plugin_config(tools: Path,
+                                                                 tmp_path: Path) -> None:
+    """The component on a stand-in of Argo CD's repo-server Deployment (its volumes
+    var-files and plugins, which the real install has)."""
+    shutil.copytree(ARGOCD, tmp_path / "argocd")
+    (tmp_path / "install").mkdir()
+    (tmp_path / "install" / "repo-server.yaml").write_text(yaml.safe_dump({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "argocd-repo-server", "namespace": "argocd"},
+        "spec": {"selector": {"matchLabels": {"app": "r"}}, "template": {
+            "metadata": {"labels": {"app": "r"}},
+            "spec": {"containers": [{"name": "argocd-repo-server", "image": "argocd"}],
+                     "volumes": [{"name": "var-files", "emptyDir": {}},
+                                 {"name": "plugins", "emptyDir": {}}]}}}}))
+    (tmp_path / "install" / "kustomization.yaml").write_text(
+        "namespace: argocd\nresources: [repo-server.yaml]\ncomponents: [../argocd]\n")
+    done = sh(["kustomize", "build", str(tmp_path / "install")], env_with(tools))
+    assert done.returncode == 0, done.stderr
+    config, deployment = docs(done.stdout)
+    assert config["kind"] == "ConfigMap" and config["metadata"] == {
+        "name": "tjc-cmp-plugin", "namespace": "argocd"}
+    assert config["data"]["plugin.yaml"] == (ARGOCD / "plugin.yaml").read_text()
+    pod = deployment["spec"]["template"]["spec"]
+    containers = {c["name"]: c for c in pod["containers"]}
+    assert set(containers) == {"argocd-repo-server", "tjc"}
+    sidecar = containers["tjc"]
+    assert sidecar["command"] == ["/var/run/argocd/argocd-cmp-server"]
+    assert sidecar["securityContext"]["runAsUser"] == 999
+    mounts = {m["mountPath"]: m for m in sidecar["volumeMounts"]}
+    assert mounts["/home/argocd/cmp-server/config/plugin.yaml"]["subPath"] == "plugin.yaml"
+    assert {"/var/run/argocd", "/home/argocd/cmp-server/plugins", "/tmp"} <= set(mounts)
+    volumes = {v["name"] for v in pod["volumes"]}
+    assert {m["name"] for m in sidecar["volumeMounts"]} <= volumes
+
+
+# --- tjc diff over kustomize overlays ---------------------------------------------------------
+
+def git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t",
+                    *args], check=True, capture_output=True)
+
+
+def test_diff_of_an_overlay_in_two_revisions(tools: Path, tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    shutil.copytree(EXAMPLES / "gitops", repo)
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "one")
+    prod = repo / "overlays" / "prod" / "kustomization.yaml"
+    prod.write_text(prod.read_text().replace("value: 4", "value: 6"))
+    git(repo, "commit", "-qam", "two")
+    prod.write_text("broken: [\n")  # the work tree is not what is compared
+    # from a subfolder: PATH is relative to it, as git's own paths are
+    done = sh(["tjc", "diff", "--git", "--kustomize", "HEAD~1", "HEAD", "prod"],
+              env_with(tools), cwd=repo / "overlays")
+    assert done.returncode == 1, done.stderr
+    assert done.stdout.startswith("# changed TrainJob ml-team/mnist\n--- HEAD~1/ml-team/mnist\n")
+    assert "-        parallelism: 4\n" in done.stdout
+    assert "+        parallelism: 6\n" in done.stdout
+    same = sh(["tjc", "diff", "--kustomize", str(EXAMPLES / "gitops" / "overlays" / "prod"),
+               str(EXAMPLES / "gitops" / "rendered" / ".." / "overlays" / "prod")],
+              env_with(tools))
+    assert (same.returncode, same.stdout) == (0, "")
+    broken = sh(["tjc", "diff", "--kustomize", str(repo / "overlays" / "prod"),
+                 str(EXAMPLES / "gitops" / "overlays" / "prod")], env_with(tools))
+    assert broken.returncode == 2 and broken.stderr.startswith("tjc diff: kustomize build:")
+
+
+# --- Argo CD's own cmp-server, driven as its repo-server drives it ---------------------------
+
+@pytest.fixture()
+def cmp_server(tools: Path) -> Iterator[Path]:
+    """Argo CD v3.2.0's argocd-cmp-server with deploy/argocd/plugin.yaml; yields the socket
+    folder (a short path: unix socket paths are limited to about 100 bytes)."""
+    work = Path(tempfile.mkdtemp(prefix="tjc-cmp-"))
+    (work / "config").mkdir()
+    (work / "plugins").mkdir()
+    shutil.copy(ARGOCD / "plugin.yaml", work / "config" / "plugin.yaml")
+    env = env_with(tools, ARGOCD_PLUGINSOCKFILEPATH=str(work / "plugins"),
+                   ARGOCD_CMP_WORKDIR=str(work))
+    log = (work / "server.log").open("wb")
+    server = subprocess.Popen([str(tools / "argocd-cmp-harness"), "cmp-server",
+                               "--config-dir-path", str(work / "config"), "--loglevel", "warn"],
+                              env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while not (work / "plugins" / "tjc-v1.sock").exists():
+            assert server.poll() is None, (work / "server.log").read_text()
+            assert time.monotonic() < deadline, "cmp-server did not start"
+            time.sleep(0.1)
+        yield work / "plugins"
+    finally:
+        server.terminate()  # it stops serving at once; its graceful exit can take a while
+        try:
+            server.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(timeout=30)
+        log.close()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def repo_generate(tools: Path, sockets: Path, repo: Path, app: str, *flags: str
+                  ) -> subprocess.CompletedProcess[str]:
+    return sh([str(tools / "argocd-cmp-harness"), "generate", str(repo), app,
+               "-app", "mnist-prod", "-namespace", "ml-team", *flags],
+              env_with(tools, ARGOCD_PLUGINSOCKFILEPATH=str(sockets)))
+
+
+def test_argocd_cmp_server_discovers_and_generates(tools: Path, cmp_server: Path,
+                                                   tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    shutil.copytree(EXAMPLES / "gitops", repo / "gitops")
+    shutil.copytree(EXAMPLES / "custom-runtime", repo / "team-vision")
+    done = repo_generate(tools, cmp_server, repo, "gitops/overlays/prod")  # by discovery
+    assert done.returncode == 0, done.stderr
+    out = docs(done.stdout)
+    assert [(d["kind"], d["metadata"]["name"]) for d in out] == [
+        ("Namespace", "ml-team"), ("ConfigMap", "train-config"), ("JobSet", "mnist")]
+    assert parallelism(out[2]) == 4
+    done = repo_generate(tools, cmp_server, repo, "team-vision", "-plugin", "tjc-v1",
+                         "-env", "TJC_ARGS=--keep-trainjobs --skip images")
+    assert done.returncode == 0, done.stderr
+    assert [d["kind"] for d in docs(done.stdout)] == ["TrainJob", "PodGroup", "JobSet",
+                                                      "TrainingRuntime"]
+
+
+def test_argocd_cmp_server_reports_tjc_errors(tools: Path, cmp_server: Path,
+                                              tmp_path: Path) -> None:
+    app = tmp_path / "repo" / "jobs"
+    shutil.copytree(EXAMPLES / "custom-runtime", app)
+    (app / "resnet.yaml").write_text((app / "resnet.yaml").read_text().replace(
+        "numNodes: 4", "numNodes: four"))
+    done = repo_generate(tools, cmp_server, tmp_path / "repo", "jobs")
+    assert done.returncode == 1 and done.stdout == ""
+    assert "CMP processing failed for application \"mnist-prod\"" in done.stderr
+    assert "resnet.yaml:15:15: error: TrainJob team-vision/resnet50: spec.trainer.numNodes: " \
+        "expected an integer, got string [TJC-SCHEMA-TYPE]" in done.stderr
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "notes.yaml").write_text("a: 1\n")
+    done = repo_generate(tools, cmp_server, tmp_path, "empty")
+    assert done.returncode == 1 and "could not find plugin supporting" in done.stderr
+
+
+def test_the_krm_wrapper_takes_kpt_style_config(tools: Path) -> None:
+    """kpt's `-- key=value` pairs arrive as a ConfigMap's data, strings all."""
+    resource_list = yaml.safe_dump({
+        "apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList",
+        "functionConfig": {"apiVersion": "v1", "kind": "ConfigMap",
+                           "metadata": {"name": "function-input"},
+                           "data": {"keepTrainJobs": "true",
+                                    "skip": "images,security.run-as-non-root"}},
+        "items": docs((EXAMPLES / "torch-mnist.yaml").read_text())})
+    done = sh([str(ROOT / "deploy" / "krm" / "tjc-krm")], env_with(tools), stdin=resource_list)
+    assert done.returncode == 0, done.stderr
+    result = yaml.safe_load(done.stdout)
+    assert [i["kind"] for i in result["items"]] == ["TrainJob", "JobSet"]
+    assert result["results"] == []
