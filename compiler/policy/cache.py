@@ -1,7 +1,7 @@
 """What loading a pack learns from CUE, kept on disk so the next run need not load CUE.
 
 A pack's rule index, resolved settings and read set are a pure function of the pack file, the
-contract, the settings given and the evaluator (pinned per release): they are stored as JSON
+contract, the settings given and the evaluator library: they are stored as JSON
 under the user's cache folder (`$XDG_CACHE_HOME` or `~/.cache`, then
 `trainjob-compiler/<version>/packs/`), named by the sha256 of all of these. Only packs that
 loaded without a problem are stored, so a broken pack is always reported by CUE.
@@ -34,10 +34,21 @@ def folder() -> Path | None:
     return Path(base) / "trainjob-compiler" / __version__ / "packs"
 
 
-def key(source: bytes, contract: bytes, settings: dict[str, Any]) -> str:
-    """The name of a pack's entry: its source, the contract, the settings and the version."""
+def engine_stamp(library: Path) -> str:
+    """The evaluator library's identity (size and modification time): a rebuilt evaluator,
+    whose read sets may differ, gets new entries."""
+    try:
+        stat = library.stat()
+    except OSError:
+        return "absent"
+    return f"{stat.st_size}:{stat.st_mtime_ns}"
+
+
+def key(source: bytes, contract: bytes, settings: dict[str, Any], engine: str) -> str:
+    """The name of a pack's entry: its source, the contract, the settings, the evaluator
+    and the version."""
     digest = hashlib.sha256()
-    for part in (__version__.encode(), contract, source,
+    for part in (__version__.encode(), engine.encode(), contract, source,
                  json.dumps(settings, sort_keys=True).encode()):
         digest.update(hashlib.sha256(part).digest())
     return digest.hexdigest()

@@ -133,7 +133,8 @@ class Loader:
     def _facts(self, source: bytes, file: str) -> tuple[cuelib.Value | None, dict[str, Any]]:
         """The pack's index, reads and resolved settings: from the cache when this pack
         (with these settings, this version) was loaded before, else from CUE."""
-        key = cache.key(source, self.contract_source, self.settings)
+        key = cache.key(source, self.contract_source, self.settings,
+                        cache.engine_stamp(cuelib.library_path()))
         facts = cache.read(key)
         if facts is not None:
             return None, facts
