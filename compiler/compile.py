@@ -19,7 +19,14 @@ from compiler import admission, structural, typed
 from compiler.context import CompileOptions, Context, build_context
 from compiler.data import fast_copy
 from compiler.defaults import default_in_place
-from compiler.diagnostics import Diagnostic, ObjectRef, error, has_errors, with_object
+from compiler.diagnostics import (
+    Diagnostic,
+    ObjectRef,
+    Severity,
+    error,
+    has_errors,
+    with_object,
+)
 from compiler.errors import TjcError
 from compiler.plugins import REGISTRY
 from compiler.plugins.base import PluginResult, PluginSpec
@@ -28,6 +35,7 @@ from compiler.plugins.graph import plugin_order
 from compiler.resolve import RUNTIME_KINDS, runtime_key, wanted_key
 
 Obj = dict[str, Any]
+TRAINER_CONTROLLER = "trainer.kubeflow.org/trainjob-controller"
 
 
 @dataclass(frozen=True)
@@ -114,6 +122,9 @@ def compile_defaulted(tj: Obj, prepared: PreparedRuntime, *, options: CompileOpt
     mismatch = _runtime_mismatch(tj, prepared.doc)
     if mismatch:
         return CompileResult((), tuple(with_object([*notes, mismatch], ref)))
+    manager = managed_elsewhere(tj)
+    if manager is not None:
+        return CompileResult((), tuple(with_object([*notes, manager], ref)))
     try:
         ctx = build_context(tj, prepared.doc, fast_copy(prepared.spec))
         ctx.options = options or CompileOptions()
@@ -157,6 +168,19 @@ def _run_plugins(ctx: Context, plugins: list[PluginSpec]) -> tuple[list[Obj], li
             objects.extend(result.objects)
             diagnostics.extend(result.diagnostics)
     return objects, diagnostics
+
+
+def managed_elsewhere(tj: Mapping[str, Any]) -> Diagnostic | None:
+    """A notice when `spec.managedBy` names a controller other than upstream's: upstream's
+    controller then leaves the TrainJob alone and creates nothing (trainjob_controller.go,
+    IsManagedByExternalController), so neither does tjc."""
+    spec = tj.get("spec")
+    manager = spec.get("managedBy") if isinstance(spec, Mapping) else None
+    if not isinstance(manager, str) or manager == TRAINER_CONTROLLER:
+        return None
+    return Diagnostic(Severity.NOTICE, "TJC-MANAGED-BY",
+                      f"managed by {manager}, not by Kubeflow Trainer's controller: upstream "
+                      "creates no objects for it, so none are rendered", ("spec", "managedBy"))
 
 
 def _object_ref(trainjob: Mapping[str, Any]) -> ObjectRef:

@@ -78,6 +78,7 @@ class Context:
     pod_labels: dict[str, str] = field(default_factory=dict)
     pod_annotations: dict[str, str] = field(default_factory=dict)
     trainer_command: list[str] | None = None
+    clear_trainer_args: bool = False
     facts: dict[str, Any] = field(default_factory=dict)
     options: CompileOptions = field(default_factory=lambda: CompileOptions())
     trace: list[tuple[str, Any]] | None = None

@@ -23,6 +23,7 @@ from compiler.diagnostics import Diagnostic, Path, format_path
 from compiler.loader import Document
 from compiler.plugins import REGISTRY
 from compiler.plugins.base import (
+    AddInitContainer,
     PluginSpec,
     SetCount,
     SetPodMetadata,
@@ -173,7 +174,8 @@ class Explainer:
 
     def attribute(self, path: Path, value: Any) -> Entry:
         """Who set the field at `path` (a path into the JobSet object)."""
-        for rule in (self._count, self._trainer_field, self._env, self._resources,
+        for rule in (self._count, self._added_init, self._trainer_field, self._env,
+                     self._resources,
                      self._suspend, self._traced, self._initializer, self._patched):
             found = rule(path, value)
             if found is not None:
@@ -209,13 +211,28 @@ class Explainer:
         return Entry(path, value, "the job template's parallelism (default 1), written as the "
                      "pod-set count by the JobSet builder")
 
-    def _trainer_field(self, path: Path, value: Any) -> Entry | None:
-        if path[-1] not in ("image", "command", "args") or path[-1] not in self.trainer:
+    def _added_init(self, path: Path, value: Any) -> Entry | None:
+        """Everything in an init container a plugin added (flux's flux-installer)."""
+        if "initContainers" not in path:
             return None
-        torch = any(name == "torch" for name, _ in self.result.trace) and \
-            path[-1] == "command" and value != self.trainer.get("command")
-        who = f"trainJob spec.trainer.{path[-1]}" + (", extended by plugin torch (TorchTune)"
-                                                     if torch else "")
+        at = path.index("initContainers")
+        container = get_path(self._jobset_object(), *path[:at + 2])
+        name = container.get("name") if isinstance(container, dict) else None
+        for plugin, edit in self.result.trace:
+            if isinstance(edit, AddInitContainer) and edit.container.get("name") == name and \
+                    edit.pod_set == self._job_index(path):
+                return Entry(path, value, f"plugin {plugin} (init container it adds)")
+        return None
+
+    def _trainer_field(self, path: Path, value: Any) -> Entry | None:
+        if path[-1] not in ("image", "command", "args") or path[-1] not in self.trainer or \
+                "initContainers" in path:
+            return None
+        rewritten = path[-1] == "command" and value != self.trainer.get("command")
+        by = next((name for name, _ in self.result.trace if name in ("torch", "flux")), None)
+        extra = {"torch": ", extended by plugin torch (TorchTune)",
+                 "flux": ", rewritten by plugin flux (the Flux entrypoint runs it)"}
+        who = f"trainJob spec.trainer.{path[-1]}" + (extra[by] if rewritten and by else "")
         return Entry(path, value, who, (self.tj, ("spec", "trainer", path[-1])))
 
     def _env(self, path: Path, value: Any) -> Entry | None:

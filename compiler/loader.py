@@ -18,9 +18,11 @@ from typing import Any
 
 import yaml
 
+from compiler import yamlscalars
 from compiler.diagnostics import Diagnostic, Location, error
 from compiler.diagnostics import Path as FieldPath
 from compiler.errors import InputError
+from compiler.yamlscalars import mapping_key
 
 MAX_BYTES = 64 * 1024 * 1024
 MAX_NODES = 1_000_000
@@ -38,7 +40,8 @@ def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> Obj:
     for key_node, value_node in node.value:
         key = loader.construct_object(key_node, deep=True)
         if not isinstance(key, str):
-            key = str(key) if isinstance(key, (int, float, bool)) else key
+            key = mapping_key(key, key_node) if key is None or isinstance(
+                key, (int, float, bool)) else key
         if key in out:
             mark = key_node.start_mark
             raise yaml.MarkedYAMLError(
@@ -55,6 +58,7 @@ def _construct_str(loader: _Loader, node: yaml.ScalarNode) -> str:
 _Loader.add_constructor("tag:yaml.org,2002:map", _construct_mapping)
 _Loader.add_constructor("tag:yaml.org,2002:timestamp", _construct_str)
 _Loader.add_constructor("tag:yaml.org,2002:binary", _construct_str)
+yamlscalars.install(_Loader)  # plain scalars as kubectl reads them
 
 _STR, _MAP, _SEQ = ("tag:yaml.org,2002:str", "tag:yaml.org,2002:map",
                     "tag:yaml.org,2002:seq")

@@ -28,6 +28,7 @@ _PATTERN = re.compile(
     r"(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?$"
 )
 _NANO = Fraction(1, 10**9)
+_MAX_INT64 = 2**63 - 1
 
 
 class QuantityError(ValueError):
@@ -72,7 +73,11 @@ def parse(text: str | int | float) -> Quantity:
         value, fmt = number * Fraction(10) ** _DECIMAL_SUFFIXES[suffix], DECIMAL
     else:
         value, fmt = number * Fraction(10) ** int(suffix[1:]), EXPONENT
-    return Quantity(_round_up_nano(value), fmt)
+    value = _round_up_nano(value)
+    if fmt == BINARY and abs(value) > _MAX_INT64:
+        # ParseQuantity caps binary-SI amounts at max int64 (either sign), decimal ones not.
+        value = _MAX_INT64 if value > 0 else -_MAX_INT64
+    return Quantity(value, fmt)
 
 
 def _number_text(text: str | int | float) -> str:

@@ -315,6 +315,27 @@ def test_the_ssh_secret_is_recorded_when_a_later_write_fails() -> None:
     assert _jobsets(kube)
 
 
+def test_a_status_computed_from_a_stale_copy_is_not_written() -> None:
+    """The status patch carries the resourceVersion it was computed from: a stale informer
+    copy gets a conflict (and a retry) instead of dropping the recorded Secret uid."""
+    kube, reconciler, _ = _setup("deepspeed-distributed")
+    stale = copy.deepcopy(kube.get(TRAINJOB, "ns", "j") or {})
+    reconciler.reconcile(("ns", "j"))
+    made = kube.get(SECRET, "ns", "j-mpi-ssh-auth")
+    assert made is not None
+
+    class StaleStore:
+        def get(self, namespace: str, name: str) -> Obj:
+            return stale
+
+    reconciler.trainjobs = StaleStore()  # type: ignore[assignment]
+    stale["spec"]["suspend"] = True  # the status computed from it differs from the stored one
+    with pytest.raises(ApiError) as raised:
+        reconciler.reconcile(("ns", "j"))
+    assert raised.value.status == 409
+    assert sshsecret.recorded(kube.get(TRAINJOB, "ns", "j") or {}) == made["metadata"]["uid"]
+
+
 def test_a_stale_trainjob_copy_does_not_refuse_the_secret_just_made() -> None:
     """The informer may hand over the TrainJob before the status that records the uid."""
     kube, reconciler, _ = _setup("deepspeed-distributed")

@@ -160,7 +160,11 @@ class FakeKube:
         self.status_patches.append(patch)
         found = self.get(res, namespace, name)
         if found is not None:
+            want = (patch.get("metadata") or {}).get("resourceVersion")
+            if want not in (None, found["metadata"].get("resourceVersion")):
+                raise ApiError(409, "Conflict", "the object has been modified")
             found["status"] = copy.deepcopy(patch["status"])
+            self.put(res, found)
         return patch
 
     def delete(self, res: Resource, namespace: str, name: str, *,

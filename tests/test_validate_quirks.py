@@ -16,6 +16,7 @@ from tests.test_validate_webhook import JOBS, POD, Edit, Obj, put, runtime, trai
 NODE_CONTAINER = (*JOBS, 0, *POD, "containers", 0)
 GPU2 = put((*NODE_CONTAINER, "resources"), {"limits": {"nvidia.com/gpu": 2}})
 NO_ML_POLICY = put(("spec", "mlPolicy"), None)
+FLUX = put(("spec", "mlPolicy"), {"numNodes": 1, "flux": {"numProcPerNode": 1}})
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,14 @@ CASES = [
          message="resourcesPerNode is ignored because the runtime has no mlPolicy"),
     Case("resources-merged", "TJC-QUIRK-RESOURCES-IGNORED",
          {"trainer": {"resourcesPerNode": {"limits": {"cpu": "4"}}}}, fires=False),
+    # upstream's Flux plugin dereferences spec.trainer.numNodes (flux.go generateInitEntrypoint)
+    Case("flux-no-numnodes", "TJC-QUIRK-FLUX-PANIC", {"trainer": {"image": "u:1"}},
+         runtime="jax-distributed", edits=(FLUX,), path=("spec", "trainer"),
+         message="Flux plugin panics without spec.trainer.numNodes"),
+    Case("flux-no-trainer", "TJC-QUIRK-FLUX-PANIC", {}, runtime="jax-distributed",
+         edits=(FLUX,), path=("spec",), message="the controller creates nothing"),
+    Case("flux-numnodes", "TJC-QUIRK-FLUX-PANIC", {"trainer": {"numNodes": 2}},
+         runtime="jax-distributed", edits=(FLUX,), fires=False),
 ]
 
 

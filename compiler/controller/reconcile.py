@@ -95,7 +95,7 @@ class Reconciler:
         deadline = self._deadline(trainjob, status, now, jobset)
         requeue = deadline if requeue is None else min(requeue, deadline or requeue)
         if status != before:
-            self.kube.patch_status(TRAINJOB, key[0], key[1], {"status": status})
+            self.kube.patch_status(TRAINJOB, key[0], key[1], _status_patch(trainjob, status))
         if failure is not None:
             raise ReconcileError(reason_of(failure)) from failure
         return Result(requeue)
@@ -201,3 +201,15 @@ def _event_note(exc: Exception) -> str:
     text = str(exc) if str(exc).strip() else reason_of(exc)
     note = f"TrainJob resources reconciliation failed: {text[:950]}"
     return note + " ..." if len(text.encode()) > 950 else note
+
+
+def _status_patch(trainjob: Obj, status: Obj) -> Obj:
+    """The status merge patch, with the resourceVersion it was computed from as a precondition:
+    a status computed from a stale copy (the informer may lag behind the last patch) is refused
+    with a conflict and recomputed, instead of dropping the conditions written since (the
+    recorded snapshot digest and SSH Secret uid among them)."""
+    patch: Obj = {"status": status}
+    version = (trainjob.get("metadata") or {}).get("resourceVersion")
+    if version:
+        patch["metadata"] = {"resourceVersion": version}
+    return patch

@@ -1,13 +1,23 @@
 """The plugin registry: one literal tuple, in the order ties are broken.
 
-mlPolicy plugins first (mpi, plainml, torch, jax, xgboost), then the podGroupPolicy plugins,
+mlPolicy plugins first (mpi, plainml, torch, jax, xgboost, flux), then the podGroupPolicy plugins,
 then the JobSet builder; the graph (`compiler.plugins.graph`) computes the real order from the
 facts each plugin requires and provides. No import-time registration.
 """
 
 from __future__ import annotations
 
-from compiler.plugins import coscheduling, jax, jobset, mpi, plainml, torch, volcano, xgboost
+from compiler.plugins import (
+    coscheduling,
+    flux,
+    jax,
+    jobset,
+    mpi,
+    plainml,
+    torch,
+    volcano,
+    xgboost,
+)
 from compiler.plugins.base import PluginSpec
 
 REGISTRY: tuple[PluginSpec, ...] = (
@@ -16,6 +26,7 @@ REGISTRY: tuple[PluginSpec, ...] = (
     torch.PLUGIN,
     jax.PLUGIN,
     xgboost.PLUGIN,
+    flux.PLUGIN,
     coscheduling.PLUGIN,
     volcano.PLUGIN,
     jobset.PLUGIN,

@@ -84,13 +84,24 @@ class SetFact:
 
 @dataclass(frozen=True)
 class SetTrainerCommand:
-    """Replace the in-memory `spec.trainer.command` the builder will write (torchtune)."""
+    """Replace the in-memory `spec.trainer.command` the builder will write (torchtune, flux);
+    `clear_args` also drops `spec.trainer.args` (flux: the runtime's args then stay)."""
 
     command: tuple[str, ...]
+    clear_args: bool = False
+
+
+@dataclass(frozen=True)
+class AddInitContainer:
+    """Append an init container to a pod set (flux): the builder writes its name, image,
+    command and volume mounts into a new slot after the runtime's own init containers."""
+
+    pod_set: int
+    container: Obj
 
 
 Edit = SetCount | UpsertEnv | UpsertPorts | UpsertMounts | UpsertVolumes | SetPodMetadata \
-    | SetTrainerCommand | SetFact
+    | SetTrainerCommand | SetFact | AddInitContainer
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from compiler.data import fast_copy
 from compiler.diagnostics import error
 from compiler.errors import CompileError
 from compiler.plugins.base import (
+    AddInitContainer,
     Edit,
     SetCount,
     SetFact,
@@ -47,6 +48,10 @@ def apply_edit(ctx: Context, edit: Edit) -> None:
         target.update(dict(edit.items))
     elif isinstance(edit, SetTrainerCommand):
         ctx.trainer_command = list(edit.command)
+        ctx.clear_trainer_args = ctx.clear_trainer_args or edit.clear_args
+    elif isinstance(edit, AddInitContainer):
+        pod_spec = ctx.pod_sets[edit.pod_set].pod_spec
+        pod_spec.setdefault("initContainers", []).append(fast_copy(edit.container))
     elif isinstance(edit, SetFact):
         ctx.facts[edit.key] = edit.value
 

@@ -115,7 +115,7 @@ def _trainer_overrides(ctx: Context, container: Obj, trainer: Obj) -> None:
         container["image"] = trainer["image"]
     if ctx.trainer_command is not None:
         _set_list(container, "command", ctx.trainer_command)
-    if isinstance(trainer.get("args"), list):
+    if isinstance(trainer.get("args"), list) and not ctx.clear_trainer_args:
         _set_list(container, "args", trainer["args"])
 
 

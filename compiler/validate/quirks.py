@@ -183,8 +183,23 @@ def _resources_ignored(trainjob: Obj, runtime: Obj) -> Iterator[Diagnostic]:
         RESOURCES_PER_NODE)
 
 
+def _flux_panics(trainjob: Obj, runtime: Obj) -> Iterator[Diagnostic]:
+    """Flux dereferences spec.trainer and spec.trainer.numNodes: without them the webhook
+    admits the TrainJob but the controller panics on it and creates nothing."""
+    if not isinstance(get_path(runtime, "spec", "mlPolicy", "flux"), dict):
+        return
+    trainer = _trainer(trainjob)
+    if trainer is not None and isinstance(trainer.get("numNodes"), int):
+        return
+    yield _warning(
+        "TJC-QUIRK-FLUX-PANIC",
+        "the cluster admits this Flux TrainJob, but upstream's Flux plugin panics without "
+        "spec.trainer.numNodes and the controller creates nothing; set spec.trainer.numNodes",
+        ("spec", "trainer") if trainer is not None else ("spec",))
+
+
 _RULES = (_no_trainer, _jax_env_override, _gpu_ignored, _zero_nodes, _two_gang_schedulers,
-          _port_replaced, _resources_ignored)
+          _port_replaced, _resources_ignored, _flux_panics)
 
 
 # ----------------------------------------------------------------------------- runtime facts

@@ -1,0 +1,78 @@
+// Command oracle answers, one JSON request per stdin line, what Kubeflow Trainer v2.3.0 and
+// k8s.io/apimachinery do with an input: the test oracle of trainjob-compiler's parity tests.
+//
+//	oracle -crds DIR < requests.jsonl > answers.jsonl
+//
+// Requests (field "op"):
+//
+//	case      {"runtimes": [...], "trainjob": {...}, "runs": N}: the API server's create path
+//	          (CRD schema, CEL, ObjectMeta) and the admission webhooks for every runtime, then the
+//	          TrainJob; when all is admitted, the objects NewObjects returns, run N times (distinct
+//	          outputs only: upstream ranges over Go maps).
+//	yaml      {"text": "..."}: the JSON sigs.k8s.io/yaml makes of a YAML document.
+//	quantity  {"text": "..."}: a JSON string or number through resource.Quantity's JSON coding.
+//	smp       {"original": {...}, "patch": {...}}: strategicpatch.StrategicMergePatch on a
+//	          JobSetSpec.
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+)
+
+type request struct {
+	Op       string            `json:"op"`
+	Runtimes []json.RawMessage `json:"runtimes"`
+	TrainJob json.RawMessage   `json:"trainjob"`
+	Runs     int               `json:"runs"`
+	Text     string            `json:"text"`
+	Original json.RawMessage   `json:"original"`
+	Patch    json.RawMessage   `json:"patch"`
+}
+
+func main() {
+	crdDir := flag.String("crds", "", "folder of the Trainer CRDs (YAML)")
+	flag.Parse()
+	kinds, err := loadCRDs(*crdDir)
+	if err != nil || len(kinds) == 0 {
+		fmt.Fprintf(os.Stderr, "oracle: loading CRDs from %q: %v\n", *crdDir, err)
+		os.Exit(2)
+	}
+	in := bufio.NewScanner(os.Stdin)
+	in.Buffer(make([]byte, 1<<20), 64<<20)
+	out := bufio.NewWriter(os.Stdout)
+	enc := json.NewEncoder(out)
+	for in.Scan() {
+		var req request
+		var answer any
+		if err := json.Unmarshal(in.Bytes(), &req); err != nil {
+			answer = map[string]string{"fatal": err.Error()}
+		} else {
+			answer = serve(kinds, &req)
+		}
+		if err := enc.Encode(answer); err != nil {
+			fmt.Fprintf(os.Stderr, "oracle: %v\n", err)
+			os.Exit(1)
+		}
+		if err := out.Flush(); err != nil {
+			os.Exit(1)
+		}
+	}
+}
+
+func serve(kinds map[string]*crdKind, req *request) any {
+	switch req.Op {
+	case "case":
+		return runCase(kinds, req)
+	case "yaml":
+		return yamlToJSON(req.Text)
+	case "quantity":
+		return quantity(req.Text)
+	case "smp":
+		return smp(req.Original, req.Patch)
+	}
+	return map[string]string{"fatal": "unknown op " + req.Op}
+}
