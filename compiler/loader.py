@@ -67,7 +67,8 @@ _STR, _MAP, _SEQ = ("tag:yaml.org,2002:str", "tag:yaml.org,2002:map",
 class _PlainLoader(_Loader):
     """The same loader for text without aliases: it builds the data in one direct walk of
     the composed nodes instead of PyYAML's generic constructor (most of the load time), with
-    the same results (strings, the standard scalars, duplicate keys refused, merge keys)."""
+    the same results (plain scalars as kubectl reads them, keys named as sigs.k8s.io/yaml
+    names them, duplicate keys refused)."""
 
     def construct_document(self, node: yaml.Node) -> Any:
         return self._build(node)
@@ -80,16 +81,22 @@ class _PlainLoader(_Loader):
             return self._mapping(node)  # type: ignore[arg-type]
         if tag == _SEQ:
             return [self._build(item) for item in node.value]
+        scalar = self.yaml_constructors.get(tag) if isinstance(node, yaml.ScalarNode) else None
+        if scalar is not None:  # scalar constructors are plain functions
+            return scalar(self, node)
         return self.construct_object(node, deep=True)
 
     def _mapping(self, node: yaml.MappingNode) -> Obj:
         if any(key.tag == "tag:yaml.org,2002:merge" for key, _ in node.value):
             self.flatten_mapping(node)
+        self.__dict__.setdefault("_tjc_key_nodes", set()).update(
+            id(key) for key, _ in node.value)  # as yamlscalars' mapping constructor does
         out: Obj = {}
         for key_node, value_node in node.value:
             key = self._build(key_node)
             if not isinstance(key, str):
-                key = str(key) if isinstance(key, (int, float, bool)) else key
+                key = mapping_key(key, key_node) if key is None or isinstance(
+                    key, (int, float, bool)) else key
             if key in out:
                 raise yaml.MarkedYAMLError("while constructing a mapping", node.start_mark,
                                            f"found duplicate key {key!r}", key_node.start_mark)
