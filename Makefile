@@ -102,8 +102,10 @@ golden: setup
 	TJC_UPDATE_GOLDEN=1 $(BIN)/python -m pytest -q tests/test_golden.py
 	git diff --stat -- golden/
 
+# Performance ratios on a generated repository, against kubeconform (built pinned into
+# ~/.cache/tjc-bench; needs Go); BENCH_ARGS='-n 2000 --memory 1000,10000' for a shorter run.
 bench: setup
-	$(BIN)/python -m bench.run
+	$(BIN)/python -m bench.run $(BENCH_ARGS)
 
 # 1,000 TrainJobs through tjc's controller, then upstream's, on the full control plane.
 .PHONY: bench-controllers

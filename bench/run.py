@@ -1,27 +1,30 @@
-"""`make bench`: the performance targets of DESIGN.md, measured.
+"""`make bench`: the performance targets, as ratios measured side by side in one run.
 
-- compile: per-TrainJob time and TrainJobs per second over 10,000 four-node JAX TrainJobs
-  (target: at least 10,000 per second per core), and the same for a four-node torch job and an
-  eight-node MPI (deepspeed) job;
-- render: `tjc render` of the same 10,000 TrainJobs, in process against the floor of plain
-  libyaml load + dump of the same documents (target: within 2x), and end to end as a command
-  including start-up (target: under 5 s), with its peak memory at 1,000 and 10,000 TrainJobs
-  (target: flat in N).
+The inputs are a generated repository (`bench.corpus`: TrainJobs with their own image tags,
+env, resources and runtimePatches over the built-in runtimes and the repository's own, 5%
+invalid), one file per TrainJob. On a shared machine absolute times drift by tens of percent
+over seconds, so every comparison runs as interleaved pairs (A then B, then B then A, ...)
+and reports the median of the per-pair ratios:
 
-- validate: `tjc validate` of 10,000 TrainJobs and 100 TrainingRuntimes as a command (target:
-  under 5 s), and of one file, start-up included (target: under 300 ms);
-- policies: the same validate with the built-in CUE packs against `--no-default-policies`
-  (target: under 1.5x, the median of back-to-back pairs), the CUE engine's load time, and the
-  evaluation of the built-in packs per JobSet, cold (every input new to the evaluator) and
-  warm (as in a run, with the memo).
+- policies: `tjc validate` and `tjc render` with the built-in packs against
+  `--no-default-policies` (target: at most 1.5x);
+- kubeconform: `tjc validate --no-default-policies` against kubeconform v0.7.0 (pinned, built
+  by bench/kubeconform.sh) on the same files with schemas made from the CRDs (target: 1x);
+- floor: `tjc render` in process against libyaml load + dump of the same documents;
+- start-up: `tjc validate` of one file (built-in packs on) against kubeconform on that file,
+  and its median wall time (target: 150 ms), with a bare `python -c pass` for scale;
+- memory: peak RSS of `tjc render` and `tjc validate` on 1,000, 10,000 and 100,000 TrainJobs
+  in one stream (target: 100,000 within 1.5x of 1,000).
 
-Prints a table; `--json FILE` also writes the figures. Timings are the best of `--repeat` runs.
+Prints a table and the machine's load; `--json FILE` also writes the figures.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -32,205 +35,174 @@ from typing import Any
 
 import yaml
 
-from compiler import PreparedRuntime, compile_trainjob, emit, prepare_runtime
+from bench import corpus, kubeconform
+from compiler import emit
 from compiler.builtin import builtin_runtimes
 from compiler.loader import Source
 from compiler.render import JobResult, render_stream
 
-Obj = dict[str, Any]
+Run = Callable[[], object]
+TJC = [sys.executable, "-m", "compiler"]
+ROOT = Path(__file__).resolve().parent.parent
 
 
-def jax_trainjob(index: int, runtime: str = "jax-distributed", nodes: int = 4) -> Obj:
-    """A multi-node TrainJob like the ones users submit (four-node JAX by default)."""
-    return {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1",
-        "kind": "TrainJob",
-        "metadata": {"name": f"job-{index}", "namespace": "team-a", "uid": f"uid-{index}"},
-        "spec": {
-            "runtimeRef": {"name": runtime},
-            "trainer": {
-                "numNodes": nodes,
-                "command": ["python", "train.py", f"--seed={index}"],
-                "env": [{"name": "EPOCHS", "value": "10"}, {"name": "LR", "value": "0.001"}],
-                "resourcesPerNode": {"limits": {"cpu": "8", "memory": "32Gi",
-                                                "nvidia.com/gpu": "1"}},
-            },
-        },
-    }
+def command(argv: list[str]) -> Run:
+    """A command whose output and exit code do not matter (invalid documents exit 1)."""
+    def run() -> None:
+        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    return run
 
 
-def timed(fn: Callable[[], object]) -> float:
+def timed(fn: Run) -> float:
     """Wall time of one call."""
     start = time.perf_counter()
     fn()
     return time.perf_counter() - start
 
 
-def best_of(repeat: int, fn: Callable[[], object]) -> float:
-    """The fastest of `repeat` runs of `fn`, in seconds."""
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
+def paired(a: Run, b: Run, pairs: int) -> dict[str, Any]:
+    """Median of a/b over interleaved pairs (the order alternates), with the range and the
+    median times."""
+    ratios, times_a, times_b = [], [], []
+    for i in range(pairs):
+        if i % 2:
+            tb, ta = timed(b), timed(a)
+        else:
+            ta, tb = timed(a), timed(b)
+        ratios.append(ta / tb)
+        times_a.append(ta)
+        times_b.append(tb)
+    return {"ratio": statistics.median(ratios), "min": min(ratios), "max": max(ratios),
+            "a_seconds": statistics.median(times_a), "b_seconds": statistics.median(times_b),
+            "pairs": pairs}
 
 
-def builtin(name: str) -> Obj:
-    """A built-in runtime document by name."""
-    return next(d.data for d in builtin_runtimes() if d.data["metadata"]["name"] == name)
+def in_process_render(text: str) -> tuple[Run, Run]:
+    """Render (load, check, compile, emit) of a stream in process, and the libyaml floor."""
+    runtimes = builtin_runtimes()
+
+    def render() -> None:
+        for item in render_stream([Source("bench.yaml", text)], runtimes):
+            if isinstance(item, JobResult):
+                emit.yaml_stream(item.objects)
+
+    def floor() -> None:
+        yaml.dump_all(list(yaml.load_all(text, Loader=yaml.CSafeLoader)),
+                      Dumper=yaml.CSafeDumper)
+    return render, floor
 
 
-def bench_compile(jobs: list[Obj], runtime: Obj, repeat: int) -> dict[str, float]:
-    """Compile every job against the runtime prepared once (as `tjc render` does), and
-    against the raw runtime document (prepared again for every job)."""
-    prepared = prepare_runtime(runtime)
-
-    def run(rt: Obj | PreparedRuntime) -> None:
-        for job in jobs:  # each result is dropped, as a render step drops it once written
-            compile_trainjob(job, rt, validate=False)  # the core only, as upstream's
-
-    seconds = best_of(repeat, lambda: run(prepared))
-    raw = best_of(repeat, lambda: run(runtime))
-    return {"jobs": len(jobs), "seconds": seconds, "us_per_job": seconds / len(jobs) * 1e6,
-            "jobs_per_second": len(jobs) / seconds,
-            "us_per_job_unprepared_runtime": raw / len(jobs) * 1e6}
-
-
-def bench_render(text: str, repeat: int) -> dict[str, float]:
-    """In-process render (load, compile, emit) versus libyaml load + dump."""
-    builtin = builtin_runtimes()
-
-    def render() -> list[str]:
-        return [emit.yaml_stream(item.objects)
-                for item in render_stream([Source("bench.yaml", text)], builtin)
-                if isinstance(item, JobResult)]
-
-    def floor() -> str:
-        docs = list(yaml.load_all(text, Loader=yaml.CSafeLoader))
-        return str(yaml.dump_all(docs, Dumper=yaml.CSafeDumper))
-
-    render_s, floor_s = best_of(repeat, render), best_of(repeat, floor)
-    return {"render_seconds": render_s, "libyaml_seconds": floor_s, "ratio": render_s / floor_s}
-
-
-PEAK_RSS = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=True, "
-            "stdout=subprocess.DEVNULL); "
+PEAK_RSS = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=False, "
+            "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); "
             "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
 
 
-def bench_command(path: Path, repeat: int) -> dict[str, float]:
-    """`tjc render FILE` as a command: wall time with start-up, and peak RSS (MiB) measured
-    from a small parent process so the benchmark's own memory does not count."""
-    cmd = [sys.executable, "-m", "compiler", "render", "-q", str(path)]
-    seconds = best_of(repeat, lambda: subprocess.run(cmd, check=True,
-                                                     stdout=subprocess.DEVNULL))
-    peak = subprocess.run([sys.executable, "-c", PEAK_RSS, *cmd], check=True,
-                          capture_output=True, text=True).stdout
-    return {"seconds": seconds, "peak_rss_mib": int(peak) / 1024}
+def peak_rss_mib(argv: list[str]) -> float:
+    """Peak RSS of a command, measured from a small parent so ours does not count."""
+    out = subprocess.run([sys.executable, "-c", PEAK_RSS, *argv], check=True,
+                         capture_output=True, text=True).stdout
+    return int(out) / 1024
 
 
-def validate_inputs(n: int) -> list[Obj]:
-    """100 TrainingRuntimes (copies of torch-distributed) and `n` TrainJobs using them."""
-    runtimes = []
-    for i in range(100):
-        runtime = {**builtin("torch-distributed"), "kind": "TrainingRuntime"}
-        runtime["metadata"] = {"name": f"rt-{i}", "namespace": "team-a"}
-        runtimes.append(runtime)
-    jobs = [jax_trainjob(i, f"rt-{i % 100}") for i in range(n)]
-    for job in jobs:
-        job["spec"]["runtimeRef"]["kind"] = "TrainingRuntime"
-    return runtimes + jobs
+def memory(tmp: Path, sizes: list[int]) -> dict[str, Any]:
+    """Peak RSS of render and validate per stream size, and the largest over the smallest."""
+    out: dict[str, Any] = {}
+    for n in sizes:
+        path = tmp / f"stream-{n}.yaml"
+        with path.open("w", encoding="utf-8") as f:
+            f.writelines(corpus.stream(n))
+        out[str(n)] = {verb: peak_rss_mib([*TJC, verb, "-q", str(path)])
+                       for verb in ("render", "validate")}
+        path.unlink()
+    first, last = out[str(sizes[0])], out[str(sizes[-1])]
+    out["ratio"] = {verb: last[verb] / first[verb] for verb in ("render", "validate")}
+    return out
 
 
-def bench_validate(tmp: Path, n: int, repeat: int) -> dict[str, Any]:
-    """`tjc validate` of many documents, and of one file, as commands."""
-    many, one = tmp / "validate-many.yaml", tmp / "validate-one.yaml"
-    many.write_text(emit.yaml_stream(validate_inputs(n)), encoding="utf-8")
-    one.write_text(emit.yaml_stream([jax_trainjob(0, "torch-distributed")]), encoding="utf-8")
-    def validate(path: Path, *extra: str) -> None:
-        subprocess.run([sys.executable, "-m", "compiler", "validate", str(path), *extra],
-                       check=True, stdout=subprocess.DEVNULL)
+def measure(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    """Every figure of the table."""
+    files = corpus.write_tree(tmp / "repo", args.n)
+    tree = str(tmp / "repo")
+    one = str(files[-1])
+    stream_text = "".join(corpus.stream(args.n))
+    kc, schemas = kubeconform.binary(), kubeconform.write_schemas(tmp / "schemas")
+    # An installed package has its bytecode; a checkout run with PYTHONDONTWRITEBYTECODE
+    # would compile every module on every start.
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "compiler")],
+                   check=True, stdout=subprocess.DEVNULL)
+    validate, render = [*TJC, "validate", "-q", tree], [*TJC, "render", "-q", tree]
+    off = "--no-default-policies"
+    figures: dict[str, Any] = {"trainjobs": args.n, "files": len(files)}
+    command(validate)()  # warm the file cache and the pack cache
+    figures["validate_policies"] = paired(command(validate), command([*validate, off]),
+                                          args.pairs)
+    figures["render_policies"] = paired(command(render), command([*render, off]), args.pairs)
+    figures["validate_vs_kubeconform"] = paired(
+        command([*validate, off]), command(kubeconform.command(kc, schemas, tree)), args.pairs)
+    figures["render_vs_libyaml"] = paired(*in_process_render(stream_text), args.pairs)
+    start = command([*TJC, "validate", "-q", one])
+    figures["startup_vs_kubeconform"] = paired(
+        start, command(kubeconform.command(kc, schemas, one)), args.startup_pairs)
+    figures["startup_vs_python"] = paired(start, command([sys.executable, "-c", "pass"]),
+                                          args.startup_pairs)
+    figures["memory"] = memory(tmp, args.memory)
+    return figures
 
-    # This machine's speed drifts by tens of percent over seconds, so the ratio is the median
-    # of back-to-back pairs (each pair runs at nearly the same speed), not a ratio of bests.
-    pairs = [(timed(lambda: validate(many, "--no-default-policies")),
-              timed(lambda: validate(many))) for _ in range(max(repeat, 5))]
-    ratios = sorted(with_packs / without for without, with_packs in pairs)
-    return {"trainjobs": n, "runtimes": 100, "seconds": min(w for _, w in pairs),
-            "seconds_without_policies": min(w for w, _ in pairs),
-            "policy_ratio_median": ratios[len(ratios) // 2],
-            "policy_ratios": [round(r, 2) for r in ratios],
-            "one_file_seconds": best_of(repeat, lambda: validate(one))}
+
+ROWS = [  # (label, figure, key, target or None)
+    ("tjc validate, built-in packs / --no-default-policies", "validate_policies", "ratio", 1.5),
+    ("tjc render, built-in packs / --no-default-policies", "render_policies", "ratio", 1.5),
+    ("tjc validate --no-default-policies / kubeconform", "validate_vs_kubeconform", "ratio",
+     1.0),
+    ("tjc render in process / libyaml load + dump", "render_vs_libyaml", "ratio", None),
+    ("one file: tjc validate / kubeconform", "startup_vs_kubeconform", "ratio", None),
+    ("one file: tjc validate, median seconds", "startup_vs_python", "a_seconds", 0.150),
+    ("one file: python -c pass, median seconds", "startup_vs_python", "b_seconds", None),
+]
 
 
-ENGINE_LOAD = ("import time; t = time.perf_counter(); "
-               "from compiler.policy.packs import Loader, pack_files; "
-               "Loader().load_all(pack_files([], builtin=True)); "
-               "print(time.perf_counter() - t)")
-
-
-def bench_policies(n: int, repeat: int) -> dict[str, float]:
-    """Engine load (a fresh process), and the built-in packs per JobSet, cold and warm."""
-    from compiler.policy.engine import PolicySet
-    from compiler.policy.packs import Loader, pack_files
-    from compiler.policy.prune import prune
-    from compiler.policy.views import policy_input
-
-    load = min(float(subprocess.run([sys.executable, "-c", ENGINE_LOAD], check=True,
-                                    capture_output=True, text=True).stdout)
-               for _ in range(repeat))
-    packs = Loader().load_all(pack_files([], builtin=True))
-    runtime = prepare_runtime(builtin("torch-distributed"))
-    jobs = [jax_trainjob(i, "torch-distributed") for i in range(n)]
-    jobsets = [(next(o for o in compile_trainjob(job, runtime).objects
-                     if o["kind"] == "JobSet"), job) for job in jobs]
-    cold_n = min(n, 500)
-
-    def cold() -> None:
-        for obj, job in jobsets[:cold_n]:
-            full = policy_input("JobSet", obj, job)
-            for pack in packs:
-                ids = [r.id for r in pack.rules.values() if "JobSet" in r.applies_to]
-                pack.value.eval_batch([{"rules": ids, "input": prune(full, pack.reads)}])
-
-    def warm() -> None:
-        policies = PolicySet(packs)
-        for obj, job in jobsets:
-            policies.check("JobSet", obj, job)
-
-    return {"engine_load_seconds": load,
-            "cold_us_per_jobset": best_of(repeat, cold) / cold_n * 1e6,
-            "warm_us_per_jobset": best_of(repeat, warm) / n * 1e6}
+def table(figures: dict[str, Any]) -> str:
+    """The figures as a Markdown table with the targets."""
+    lines = ["| measure | figure | target | met |", "|---|---|---|---|"]
+    for label, name, key, target in ROWS:
+        fig = figures[name]
+        value = fig[key]
+        spread = f" ({fig['min']:.2f} to {fig['max']:.2f})" if key == "ratio" else ""
+        shown = f"{value:.2f}x{spread}" if key == "ratio" else f"{value * 1000:.0f} ms"
+        goal = "" if target is None else (f"<= {target}x" if key == "ratio"
+                                          else f"<= {target * 1000:.0f} ms")
+        met = "" if target is None else ("yes" if value <= target else "no")
+        lines.append(f"| {label} | {shown} | {goal} | {met} |")
+    mem = figures["memory"]
+    sizes = [k for k in mem if k != "ratio"]
+    for verb in ("render", "validate"):
+        per = ", ".join(f"{int(k):,}: {mem[k][verb]:.0f} MiB" for k in sizes)
+        ok = "yes" if mem["ratio"][verb] <= 1.5 else "no"
+        lines.append(f"| peak RSS of tjc {verb} ({per}) | {mem['ratio'][verb]:.2f}x "
+                     f"largest/smallest | <= 1.5x | {ok} |")
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run every benchmark and print the figures."""
+    """Run every comparison and print the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-n", type=int, default=10_000, help="TrainJobs (default 10000)")
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--pairs", type=int, default=5, help="pairs per ratio (default 5)")
+    parser.add_argument("--startup-pairs", type=int, default=11)
+    parser.add_argument("--memory", type=lambda s: [int(x) for x in s.split(",")],
+                        default=[1_000, 10_000, 100_000],
+                        help="stream sizes for peak memory (default 1000,10000,100000)")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args(argv)
-    jobs = [jax_trainjob(i) for i in range(args.n)]
-    figures: dict[str, Any] = {
-        "compile": bench_compile(jobs, builtin("jax-distributed"), args.repeat),
-        "compile_torch_4_nodes": bench_compile(
-            [jax_trainjob(i, "torch-distributed") for i in range(args.n)],
-            builtin("torch-distributed"), args.repeat),
-        "compile_mpi_8_nodes": bench_compile(
-            [jax_trainjob(i, "deepspeed-distributed", 8) for i in range(args.n)],
-            builtin("deepspeed-distributed"), args.repeat),
-    }
+    load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
-        stream = emit.yaml_stream(jobs)
-        figures["render_in_process"] = bench_render(stream, args.repeat)
-        for n in sorted({min(1000, args.n), args.n}):
-            path = Path(tmp) / f"jobs-{n}.yaml"
-            path.write_text(emit.yaml_stream(jobs[:n]), encoding="utf-8")
-            figures[f"render_command_{n}"] = bench_command(path, args.repeat)
-        figures["validate_command"] = bench_validate(Path(tmp), args.n, args.repeat)
-    figures["policies"] = bench_policies(args.n, args.repeat)
-    print(json.dumps(figures, indent=2))
+        figures = measure(args, Path(tmp))
+    figures["machine"] = {"cpus": os.cpu_count(), "load_before": load_before,
+                          "load_after": os.getloadavg()}
+    print(table(figures))
+    print(f"\n{args.n:,} TrainJobs in {figures['files']:,} files; {os.cpu_count()} CPUs; load "
+          f"average {load_before[0]:.1f} before, {figures['machine']['load_after'][0]:.1f} "
+          "after; ratios are medians of interleaved pairs (range in brackets)")
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
     return 0

@@ -96,6 +96,14 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
     return lib
 
 
+def present() -> None:
+    """`EngineMissing` unless the library is there (without loading it: a run whose packs
+    need no evaluation does not pay for the load)."""
+    if _LIB is None and not library_path().is_file():
+        raise EngineMissing(f"the CUE evaluator is not installed ({library_path().name} not "
+                            f"found); {INSTALL_HINT}")
+
+
 def load() -> ctypes.CDLL:
     """The loaded library (loaded once); `EngineMissing` with how to build it otherwise."""
     global _LIB

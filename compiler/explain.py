@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from compiler import emit
-from compiler.compile import CompileResult, compile_defaulted, prepare_runtime
+from compiler.compile import CompileResult, PreparedRuntime, compile_defaulted, prepare_runtime
 from compiler.context import ANCESTOR_LABEL, TRAINER, CompileOptions, merge_patches, runtime_patches
 from compiler.data import fast_copy, get_path
 from compiler.defaults import apply_defaults, default_in_place
@@ -75,10 +75,11 @@ def _compact(value: Any) -> str:
 class Explainer:
     """Attributes every changed output field to a plugin, the TrainJob or a runtime patch."""
 
-    def __init__(self, tj: Document, runtime: Document) -> None:
+    def __init__(self, tj: Document, runtime: Document,
+                 prepared: PreparedRuntime | None = None) -> None:
         self.tj, self.runtime = tj, runtime
         kind = str(runtime.data.get("kind"))
-        self.prepared = prepare_runtime(runtime.data)
+        self.prepared = prepared or prepare_runtime(runtime.data)
         data, _ = sanitize("TrainJob", tj.data, subject="trainjob")
         self.trainjob = default_in_place("TrainJob", data)
         self.result: CompileResult = compile_defaulted(

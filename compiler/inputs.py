@@ -9,6 +9,7 @@ notice. No I/O beyond `Document`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -56,8 +57,22 @@ def kind_of(doc: Document) -> str | Diagnostic:
                       f"skipped {kind} ({api}): not a Kubeflow Trainer kind").at(doc.locate())
 
 
+# A block-style `kind:` line indented under a key (a TrainJob's runtimeRef), and an indented
+# apiVersion (a whole document indented, or a fieldRef: then the file is parsed to be sure).
+_INDENTED_KIND = re.compile(r"^[ \t]+kind:[ \t]*[\"']?(?:Cluster)?TrainingRuntime[\"']?[ \t]*$",
+                            re.M)
+_INDENTED_API = re.compile(r"^[ \t]+apiVersion[ \t]*:", re.M)
+
+
 def _may_hold_runtime(source: Source) -> bool:
-    return "TrainingRuntime" in source.text
+    """Whether a file can hold a runtime: it names one other than in runtimeRef lines."""
+    text = source.text
+    mentions = text.count("TrainingRuntime")
+    if not mentions:
+        return False
+    only_refs = len(_INDENTED_KIND.findall(text)) == mentions and "List" not in text \
+        and _INDENTED_API.search(text) is None
+    return not only_refs
 
 
 def runtime_table(sources: Sequence[Source], builtin: Sequence[Document]

@@ -47,13 +47,21 @@ class _Loader(yaml.CSafeLoader):
         try:
             value = super().construct_object(node, deep)
         except (ValueError, TypeError, LookupError, ArithmeticError) as exc:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"{node.tag} cannot hold {_short(node)}", node.start_mark) from exc
+            raise _cannot_hold(node) from exc
+        return self._json_value(node, value)
+
+    def _json_value(self, node: yaml.Node, value: Any) -> Any:
+        """`value`, unless it is a float JSON cannot carry (a key becomes a string)."""
         if isinstance(value, float) and not math.isfinite(value) and \
-                id(node) not in self.__dict__.get("_tjc_key_nodes", ()):  # keys: a string
+                id(node) not in self.__dict__.get("_tjc_key_nodes", ()):
             raise yaml.constructor.ConstructorError(
                 None, None, f"{value} has no JSON form", node.start_mark)
         return value
+
+
+def _cannot_hold(node: yaml.Node) -> yaml.constructor.ConstructorError:
+    return yaml.constructor.ConstructorError(
+        None, None, f"{node.tag} cannot hold {_short(node)}", node.start_mark)
 
 
 def _short(node: yaml.Node) -> str:
@@ -73,11 +81,7 @@ def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> Obj:
     out: Obj = {}
     for key_node, value_node in node.value:
         key = loader.construct_object(key_node, deep=True)
-        if key is None or isinstance(key, (dict, list)):
-            raise yaml.constructor.ConstructorError(
-                "while constructing a mapping", node.start_mark,
-                f"a {'null' if key is None else 'collection'} cannot be a key: keys must be "
-                "strings, numbers or booleans", key_node.start_mark)
+        _key_kind(key, node, key_node)
         if not isinstance(key, str):
             key = mapping_key(key, key_node) if key is None or isinstance(
                 key, (int, float, bool)) else key
@@ -90,6 +94,15 @@ def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> Obj:
     return out
 
 
+def _key_kind(key: Any, node: yaml.Node, key_node: yaml.Node) -> None:
+    """A null or a collection cannot be a key (no JSON form): a marked error."""
+    if key is None or isinstance(key, (dict, list)):
+        raise yaml.constructor.ConstructorError(
+            "while constructing a mapping", node.start_mark,
+            f"a {'null' if key is None else 'collection'} cannot be a key: keys must be "
+            "strings, numbers or booleans", key_node.start_mark)
+
+
 def _construct_str(loader: _Loader, node: yaml.ScalarNode) -> str:
     return str(loader.construct_scalar(node))
 
@@ -100,6 +113,54 @@ _Loader.add_constructor("tag:yaml.org,2002:binary", _construct_str)
 for _tag in ("set", "omap", "pairs"):
     _Loader.add_constructor(f"tag:yaml.org,2002:{_tag}", _unsupported)
 yamlscalars.install(_Loader)  # plain scalars as kubectl reads them
+
+_STR, _MAP, _SEQ = ("tag:yaml.org,2002:str", "tag:yaml.org,2002:map",
+                    "tag:yaml.org,2002:seq")
+
+
+class _PlainLoader(_Loader):
+    """The same loader for text without aliases: it builds the data in one direct walk of
+    the composed nodes instead of PyYAML's generic constructor (most of the load time), with
+    the same results (plain scalars as kubectl reads them, keys named as sigs.k8s.io/yaml
+    names them, duplicate keys refused)."""
+
+    def construct_document(self, node: yaml.Node) -> Any:
+        return self._build(node)
+
+    def _build(self, node: yaml.Node) -> Any:
+        tag = node.tag
+        if tag == _STR:
+            return node.value
+        if tag == _MAP:
+            return self._mapping(node)  # type: ignore[arg-type]
+        if tag == _SEQ:
+            return [self._build(item) for item in node.value]
+        scalar = self.yaml_constructors.get(tag) if isinstance(node, yaml.ScalarNode) else None
+        if scalar is None:
+            return self.construct_object(node, deep=True)
+        try:  # scalar constructors are plain functions; the same checks as construct_object
+            value = scalar(self, node)
+        except (ValueError, TypeError, LookupError, ArithmeticError) as exc:
+            raise _cannot_hold(node) from exc
+        return self._json_value(node, value)
+
+    def _mapping(self, node: yaml.MappingNode) -> Obj:
+        if any(key.tag == "tag:yaml.org,2002:merge" for key, _ in node.value):
+            self.flatten_mapping(node)
+        self.__dict__.setdefault("_tjc_key_nodes", set()).update(
+            id(key) for key, _ in node.value)  # as yamlscalars' mapping constructor does
+        out: Obj = {}
+        for key_node, value_node in node.value:
+            key = self._build(key_node)
+            _key_kind(key, node, key_node)
+            if not isinstance(key, str):
+                key = mapping_key(key, key_node) if key is None or isinstance(
+                    key, (int, float, bool)) else key
+            if key in out:
+                raise yaml.MarkedYAMLError("while constructing a mapping", node.start_mark,
+                                           f"found duplicate key {key!r}", key_node.start_mark)
+            out[key] = self._build(value_node)
+        return out
 
 
 @dataclass
@@ -235,7 +296,8 @@ def _documents(source: Source, limit: int) -> Iterator[Document | Diagnostic]:
     """The documents before `source.limit`, built; `limit` bounds alias expansion (0: none)."""
     if source.limit == 0:
         return
-    for index, data in enumerate(yaml.load_all(source.text, Loader=_Loader)):
+    loader = _Loader if limit else _PlainLoader  # aliases need PyYAML's own construction
+    for index, data in enumerate(yaml.load_all(source.text, Loader=loader)):
         if data is not None:
             yield from _checked(Document({}, source, index), data, limit)
         if source.limit is not None and index + 1 >= source.limit:

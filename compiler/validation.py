@@ -210,7 +210,8 @@ def validate_stream(sources: Sequence[Source], builtin: Sequence[Document] = (),
             yield from _once(policies, validator.trainjob_with_policies(doc))
             continue
         findings = worker.findings(doc)
-        yield from _once(policies, found + policies.locate(doc, entry.doc, findings))
+        yield from _once(policies, found + policies.locate(doc, entry.doc, findings,
+                                                           entry.get()))
 
 
 def _validate_item(validator: Validator, item: tuple[Document, str] | Diagnostic

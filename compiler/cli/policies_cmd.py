@@ -106,7 +106,7 @@ def _rule_source(path: Path, rule_id: str) -> str:
 
 def run_test(args: argparse.Namespace) -> int:
     """Run the cases; print one line per case and the rules that lack a case."""
-    from compiler.cli.policy_opts import load_packs
+    from compiler.cli.policy_opts import load_packs, require_engine
     from compiler.policy import testcases
     from compiler.policy.packs import BUILTIN_DIR, pack_files
 
@@ -115,6 +115,7 @@ def run_test(args: argparse.Namespace) -> int:
         print(f"tjc: {folder} is not a folder", file=sys.stderr)
         return 2
     files = pack_files([folder], builtin=False)
+    require_engine(load=True)  # the cases test the CUE packs themselves
     rules = [r for p in load_packs(files) for r in p.rules]
     try:
         found = testcases.cases(folder)

@@ -103,6 +103,17 @@ def load_packs(files: Sequence[Path], settings: dict[str, Any] | None = None) ->
         raise PolicySetupError(exc.diagnostics) from None
 
 
+def require_engine(load: bool) -> None:
+    """PolicySetupError when the CUE evaluator is missing; `load=False` only checks that it
+    is installed (the built-in packs' compiled plans may decide every input of the run)."""
+    from compiler import cuelib
+
+    try:
+        cuelib.load() if load else cuelib.present()
+    except cuelib.EngineMissing as exc:
+        raise setup_problem(str(exc)) from None
+
+
 def skips(values: list[str]) -> list[str]:
     """The rule ids and packs of every --skip."""
     return [part.strip() for value in values for part in value.split(",") if part.strip()]
@@ -112,7 +123,6 @@ def build(args: argparse.Namespace, settings: dict[str, Any] | None = None
           ) -> PolicyChecker | None:
     """The policy checker the options ask for, or None when no pack is in use; `settings`
     (inline pack settings, as a KRM functionConfig carries them) stand for --policy-values."""
-    from compiler import cuelib
     from compiler.policy import packs as packs_mod
     from compiler.policy.check import PolicyChecker
     from compiler.policy.engine import PolicySet
@@ -125,10 +135,7 @@ def build(args: argparse.Namespace, settings: dict[str, Any] | None = None
     files = packs_mod.pack_files(folders, builtin=not args.no_default_policies)
     if not files:
         return None
-    try:
-        cuelib.load()
-    except cuelib.EngineMissing as exc:
-        raise setup_problem(str(exc)) from None
+    require_engine(load=False)
     values = settings if settings is not None else \
         (load_values(args.policy_values) if args.policy_values else {})
     try:

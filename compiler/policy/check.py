@@ -61,10 +61,10 @@ class PolicyChecker:
                jobset: Obj) -> list[Diagnostic]:
         """Violations of the JobSet compiled from a TrainJob, located in the inputs."""
         return self.locate(tj, runtime, jobset_findings(self.policies, trainjob, prepared,
-                                                        jobset))
+                                                        jobset), prepared)
 
-    def locate(self, tj: Document, runtime: Document, findings: Sequence[Finding]
-               ) -> list[Diagnostic]:
+    def locate(self, tj: Document, runtime: Document, findings: Sequence[Finding],
+               prepared: PreparedRuntime | None = None) -> list[Diagnostic]:
         """Diagnostics of a TrainJob's JobSet findings: at the runtime when its template wrote
         the field, else where `tjc explain` traces the field to."""
         explainer: Explainer | None = None
@@ -75,7 +75,7 @@ class PolicyChecker:
                 out.append(_with(f.violation, runtime.locate(inner), object_ref(runtime.data),
                                  inner))
                 continue
-            explainer = explainer or Explainer(tj, runtime)
+            explainer = explainer or Explainer(tj, runtime, prepared)
             jobset = next((o for o in explainer.result.objects if o.get("kind") == "JobSet"), {})
             out.append(_with(f.violation, _traced(f.violation.path, jobset, explainer, tj),
                              object_ref(tj.data)))

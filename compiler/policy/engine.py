@@ -1,8 +1,10 @@
 """Evaluating policy packs on documents: violations with rule, severity, path and message.
 
-For each pack, the document's policy input (`views.policy_input`) is cut down to what the pack
-can read (`prune`), and equal remainders are evaluated once (the rules are pure functions of
-their input and settings). Rules are skipped per run (`--skip`), by rule id or pack name.
+The built-in packs, unchanged, run as compiled plans (`native`), CUE deciding only the inputs
+a plan leaves to it. For other packs, the document's policy input (`views.policy_input`) is
+cut down to what the pack can read (`prune`), and equal remainders are evaluated once (the
+rules are pure functions of their input and settings). Rules are skipped per run (`--skip`),
+by rule id or pack name.
 Exemptions (`exemptions`: the policy settings', and the object's own annotation within what
 those allow; a JobSet follows its TrainJob) do not hide a violation: it stays, suppressed, as a
 notice that names the exemption used.
@@ -18,6 +20,7 @@ from typing import Any
 from compiler import cuelib
 from compiler.diagnostics import Diagnostic, Location, Severity, Suppression
 from compiler.policy import exemptions as ex
+from compiler.policy.native import Fallback
 from compiler.policy.packs import Pack, Rule
 from compiler.policy.prune import prune
 from compiler.policy.views import policy_input
@@ -59,12 +62,14 @@ def skipped_by(rule_id: str, skips: Collection[str]) -> bool:
 
 
 class PolicySet:
-    """Loaded packs, the run's skips, and the memo of evaluations."""
+    """Loaded packs, the run's skips, and the memo of evaluations; `native=False` evaluates
+    every pack with CUE even where compiled plans exist."""
 
     def __init__(self, packs: Sequence[Pack], skip: Iterable[str] = (),
                  settings: Obj | None = None, exemptions: ex.Exemptions | None = None,
-                 today: datetime.date | None = None) -> None:
+                 today: datetime.date | None = None, native: bool = True) -> None:
         self.packs = list(packs)
+        self.native = native
         self.skip = frozenset(skip)
         self.settings = settings or {}
         self.exemptions = exemptions or ex.Exemptions()
@@ -88,12 +93,27 @@ class PolicySet:
             if not rules:
                 continue
             full = full if full is not None else policy_input(kind, obj, trainjob)
-            found += self._evaluate(pack, rules, prune(full, pack.reads))
+            found += self._planned(pack, rules, full) if pack.plans and self.native \
+                else self._evaluate(pack, rules, prune(full, pack.reads))
         if not found:
             return found
         owner = trainjob if kind == "JobSet" else obj
         meta = (owner or {}).get("metadata")
-        return [self._exempt(v, meta if isinstance(meta, dict) else {}) for v in found]
+        meta = meta if isinstance(meta, dict) else {}
+        if not self.exemptions.entries and not ex.annotation_rules(meta):
+            return found  # nothing can exempt or remark on these violations
+        return [self._exempt(v, meta) for v in found]
+
+    def _planned(self, pack: Pack, rules: list[Rule], full: Obj) -> tuple[Violation, ...]:
+        """The violations by the rules' compiled plans; CUE decides inputs they do not."""
+        plans = pack.plans or {}
+        try:
+            return tuple(Violation(rule, tuple(p for p in path if isinstance(p, (str, int))),
+                                   message or rule.message)
+                         for rule in rules for path, message in plans[rule.id](full,
+                                                                                pack.settings))
+        except Fallback:
+            return self._evaluate(pack, rules, prune(full, pack.reads))
 
     def _exempt(self, v: Violation, meta: Obj) -> Violation:
         decision = self.exemptions.decide(v.rule.id, v.rule.severity, meta, self.today)

@@ -9,13 +9,15 @@ the package's `policies/` folder.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from compiler import cuelib
 from compiler.diagnostics import Diagnostic, Location, Severity
+from compiler.policy import cache, native
+from compiler.policy.native import Plan
 from compiler.policy.prune import Node, trie
 
 BUILTIN_DIR = Path(__file__).resolve().parent.parent / "policies"
@@ -36,14 +38,26 @@ class Rule:
 
 @dataclass
 class Pack:
-    """A loaded pack: its evaluator value (settings filled in), rules and read trie."""
+    """A loaded pack: rules, read trie, resolved settings, the compiled plans of its rules
+    (`native`, when it is a built-in pack unchanged) and its evaluator value (settings filled
+    in), compiled on first use: a run whose plans decide every input never loads CUE."""
 
     name: str
     file: str
-    value: cuelib.Value
     rules: dict[str, Rule]
     reads: Node
     path: Path
+    settings: dict[str, Any]
+    plans: dict[str, Plan] | None
+    compile: Callable[[], cuelib.Value]
+    _value: cuelib.Value | None = None
+
+    @property
+    def value(self) -> cuelib.Value:
+        """The pack's CUE value (compiled now if not yet)."""
+        if self._value is None:
+            self._value = self.compile()
+        return self._value
 
 
 class PolicyLoadError(Exception):
@@ -86,27 +100,65 @@ class Loader:
     """Loads packs into one evaluator context."""
 
     def __init__(self, settings: dict[str, Any] | None = None) -> None:
-        self.context = cuelib.Context()
-        self.contract = self.context.compile(CONTRACT.read_bytes(), "contract.cue")
+        self.contract_source = CONTRACT.read_bytes()
         self.settings = settings or {}
+        self._context: cuelib.Context | None = None
+        self._contract: cuelib.Value | None = None
 
-    def load(self, path: Path) -> Pack:
-        """One pack file; `PolicyLoadError` when it does not compile or breaks the contract."""
-        file, source = display_name(path), path.read_bytes()
+    @property
+    def context(self) -> cuelib.Context:
+        """The evaluator context (the CUE library is loaded on first use)."""
+        if self._context is None:
+            self._context = cuelib.Context()
+        return self._context
+
+    @property
+    def contract(self) -> cuelib.Value:
+        """The contract, compiled on first use."""
+        if self._contract is None:
+            self._contract = self.context.compile(self.contract_source, "contract.cue")
+        return self._contract
+
+    def _compile(self, source: bytes, file: str) -> cuelib.Value:
         try:
             value = self.context.compile(source, file).unify(self.contract)
             value.validate()
             if self.settings:
                 value = value.fill("settings", self.settings)
                 value.validate()
-            index = value.lookup("tjcIndex").to_json()
-            reads = cuelib.input_reads(source, file)
         except cuelib.CueError as err:
             raise PolicyLoadError(_invalid(err, file)) from None
+        return value
+
+    def _facts(self, source: bytes, file: str) -> tuple[cuelib.Value | None, dict[str, Any]]:
+        """The pack's index, reads and resolved settings: from the cache when this pack
+        (with these settings, this version) was loaded before, else from CUE."""
+        key = cache.key(source, self.contract_source, self.settings,
+                        cache.engine_stamp(cuelib.library_path()))
+        facts = cache.read(key)
+        if facts is not None:
+            return None, facts
+        value = self._compile(source, file)
+        try:
+            facts = {"index": value.lookup("tjcIndex").to_json(),
+                     "settings": value.lookup("settings").to_json(),
+                     "reads": cuelib.input_reads(source, file)}
+        except cuelib.CueError as err:
+            raise PolicyLoadError(_invalid(err, file)) from None
+        cache.write(key, facts)
+        return value, facts
+
+    def load(self, path: Path) -> Pack:
+        """One pack file; `PolicyLoadError` when it does not compile or breaks the contract."""
+        file, source = display_name(path), path.read_bytes()
+        value, facts = self._facts(source, file)
         rules = {rid: Rule(rid, r["severity"], r["message"], tuple(r["appliesTo"]), path.stem)
-                 for rid, r in index.items()}
+                 for rid, r in facts["index"].items()}
+        reads = facts["reads"]
         reads_trie = trie(reads.get("paths") or [], reads.get("shapes") or [])
-        return Pack(path.stem, file, value, rules, reads_trie, path.resolve())
+        plans = native.plans_for(path, source, list(rules))
+        return Pack(path.stem, file, rules, reads_trie, path.resolve(), facts["settings"],
+                    plans, lambda: self._compile(source, file), value)
 
     def load_all(self, paths: Sequence[Path]) -> list[Pack]:
         """Every pack, or `PolicyLoadError` with the problems of all of them; a rule id

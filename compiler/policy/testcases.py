@@ -8,8 +8,9 @@ A case is a YAML stream (runtimes and TrainJobs) whose leading comments say what
     #         exemptions, as in --policy-values)
 
 The case is validated as `tjc validate` would (built-in runtimes available to resolve
-runtimeRefs) with the folder's packs and those settings. Every rule must have at least one
-passing and one failing case.
+runtimeRefs) with the folder's packs and those settings, evaluated by CUE; where the
+built-in packs' compiled plans (`native`) apply, they must give the same diagnostics. Every
+rule must have at least one passing and one failing case.
 """
 
 from __future__ import annotations
@@ -82,10 +83,14 @@ def run_case(case: Case, files: Sequence[Path]) -> Outcome:
         return Outcome(case, False, "; ".join(d.text() for d in exc.diagnostics))
     if case.rule not in {r for p in packs for r in p.rules}:
         return Outcome(case, False, f"no loaded pack defines rule {case.rule}")
-    policies = PolicySet(packs, settings=settings, exemptions=exemptions)
-    found = list(validate_stream(read_sources([str(case.path)]), builtin_runtimes(),
-                                 policies=PolicyChecker(policies)))
-    found += policies.errors
+    found = _diagnostics(case, PolicySet(packs, settings=settings, exemptions=exemptions,
+                                         native=False))
+    if any(p.plans for p in packs):
+        planned = _diagnostics(case, PolicySet(packs, settings=settings, exemptions=exemptions))
+        if planned != found:
+            differ = next((d for d in planned + found if (d in planned) != (d in found)), None)
+            return Outcome(case, False, "the compiled plans and CUE disagree"
+                           + (f": {differ.text()}" if differ else " on the order"))
     fired = [d for d in found if d.rule == case.rule and d.suppression is None]
     broken = [d for d in found if d.rule == "TJC-POLICY-ERROR"]
     if broken:
@@ -93,6 +98,12 @@ def run_case(case: Case, files: Sequence[Path]) -> Outcome:
     if case.expect == "fail":
         return Outcome(case, bool(fired), _first(fired) if fired else "the rule did not fire")
     return Outcome(case, not fired, _first(fired) if fired else "the rule did not fire")
+
+
+def _diagnostics(case: Case, policies: PolicySet) -> list[Diagnostic]:
+    found = list(validate_stream(read_sources([str(case.path)]), builtin_runtimes(),
+                                 policies=PolicyChecker(policies)))
+    return found + policies.errors
 
 
 def _first(found: list[Diagnostic]) -> str:

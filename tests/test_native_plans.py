@@ -1,0 +1,138 @@
+"""The built-in rules' compiled plans give what CUE gives: same rules, paths, messages, order.
+
+CUE (the packs' own source) is the reference: every document below is checked by a policy set
+that evaluates with CUE and one that uses the plans, and the violations must be equal. The
+documents: a generated repository corpus compiled to JobSets, the built-in runtimes, and
+hand-made runtimes and JobSets that make each rule fire (and inputs whose odd field types
+only CUE decides, where the plans must hand over to CUE).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from bench.corpus import corpus
+from compiler import compile_trainjob, prepare_runtime
+from compiler.builtin import builtin_runtimes
+from compiler.policy import native
+from compiler.policy.engine import PolicySet
+from compiler.policy.packs import BUILTIN_DIR, Loader, pack_files
+
+Obj = dict[str, Any]
+SETTINGS = [{}, {"images": {"allowedRegistries": ["ghcr.io", "docker.io/pytorch"]},
+                 "resources": {"maxNumNodes": 4, "maxGPUs": 8},
+                 "security": {"allowedCapabilities": ["CHOWN"]}}]
+
+
+def _found(policies: PolicySet, kind: str, obj: Obj, job: Obj | None = None) -> list[Any]:
+    found = [(v.rule.id, v.path, v.message) for v in policies.check(kind, obj, job)]
+    return found + [d.text() for d in policies.errors]
+
+
+def _pod(runtime: Obj, index: int = 0) -> Obj:
+    pod: Obj = runtime["spec"]["template"]["spec"]["replicatedJobs"][index]["template"][
+        "spec"]["template"]["spec"]
+    return pod
+
+
+def _odd_runtimes() -> list[Obj]:
+    base = next(d.data for d in builtin_runtimes()
+                if d.data["metadata"]["name"] == "deepspeed-distributed")
+    variants: list[Obj] = []
+    edits: list[Obj] = [
+        {"hostNetwork": True, "hostIPC": True, "volumes": [
+            {"name": "scratch", "hostPath": {"path": "/mnt"}}, {"name": "x", "emptyDir": {}}]},
+        {"hostPID": False, "securityContext": {"runAsNonRoot": True}},
+        {"hostNetwork": "yes"},
+        {"volumes": [{"name": 5, "hostPath": {"path": "/"}}]},
+    ]
+    for pod_edit in edits:
+        runtime = copy.deepcopy(base)
+        _pod(runtime).update(pod_edit)
+        variants.append(runtime)
+    containers: list[Obj] = [
+        {"securityContext": {"privileged": True, "capabilities": {"add": ["NET_ADMIN", "CHOWN"]},
+                             "runAsNonRoot": False}},
+        {"securityContext": {"privileged": "yes"}},
+        {"image": "localhost:5000/x:latest", "securityContext": {"runAsNonRoot": "no"}},
+        {"image": "registry.example.com/team/img@sha256:abc"},
+        {"image": "ubuntu", "resources": {"requests": {"example.com/fpga": "1"},
+                                          "limits": {"example.com/fpga": "2"}}},
+    ]
+    for container_edit in containers:
+        runtime = copy.deepcopy(base)
+        _pod(runtime, 1)["containers"][0].update(container_edit)
+        variants.append(runtime)
+    spec_edits: list[Obj] = [{"podGroupPolicy": {"coscheduling": {}, "volcano": {}}},
+                             {"mlPolicy": {"mpi": {"mpiImplementation": "Intel"}}},
+                             {"mlPolicy": {"mpi": {"mpiImplementation": None}}}]
+    for spec_edit in spec_edits:
+        runtime = copy.deepcopy(base)
+        runtime["spec"].update(spec_edit)
+        variants.append(runtime)
+    return variants
+
+
+def _jobsets(n: int) -> list[tuple[Obj, Obj]]:
+    runtimes, jobs = corpus(n, seed=7)
+    table = {(d.data["kind"], d.data["metadata"]["name"]): prepare_runtime(d.data)
+             for d in builtin_runtimes()}
+    table.update({(r["kind"], r["metadata"]["name"]): prepare_runtime(r) for r in runtimes})
+    out = []
+    for job in jobs:
+        ref = job["spec"]["runtimeRef"]
+        runtime = table.get((ref["kind"], ref["name"]))
+        result = compile_trainjob(job, runtime) if runtime is not None else None
+        jobset = next((o for o in result.objects if o.get("kind") == "JobSet"), None) \
+            if result is not None and result.ok else None
+        if jobset is not None:
+            out.append((jobset, job))
+    return out
+
+
+@pytest.mark.parametrize("settings", SETTINGS)
+def test_plans_give_what_cue_gives(settings: Obj) -> None:
+    packs = Loader(settings).load_all(pack_files([], builtin=True))
+    assert all(p.plans for p in packs)
+    cue, planned = (PolicySet(packs, settings=settings, native=flag) for flag in (False, True))
+    jobsets = _jobsets(150)
+    big = copy.deepcopy(jobsets[0])
+    big[0]["spec"]["replicatedJobs"] = [dict(big[0]["spec"]["replicatedJobs"][0], name=f"r{i}")
+                                        for i in range(9)]
+    big[1]["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "q"}
+    fired: set[str] = set()
+    for jobset, job in [*jobsets, big]:
+        want = _found(cue, "JobSet", jobset, job)
+        assert _found(planned, "JobSet", jobset, job) == want
+        fired |= {f[0] for f in want if isinstance(f, tuple)}
+    runtimes = [d.data for d in builtin_runtimes()] + corpus(0)[0] + _odd_runtimes()
+    for runtime in runtimes:
+        want = _found(cue, runtime["kind"], runtime)
+        assert _found(planned, runtime["kind"], runtime) == want, runtime
+        fired |= {f[0] for f in want if isinstance(f, tuple)}
+    expected = {"images.tag", "resources.extended-requests-equal-limits",
+                "scheduling.kueue-replicated-jobs", "scheduling.one-pod-group-policy",
+                "scheduling.mpi-openmpi", "security.privileged", "security.host-namespaces",
+                "security.host-path", "security.capabilities", "security.run-as-non-root"}
+    if settings:
+        expected |= {"images.allowed-registries", "resources.max-nodes", "resources.max-gpus"}
+    assert expected <= fired
+
+
+def test_every_builtin_pack_has_plans_for_its_exact_source() -> None:
+    """A pack edited without its plans is evaluated by CUE (and this test says so)."""
+    for path in sorted(BUILTIN_DIR.glob("*.cue")):
+        assert native.DIGESTS.get(path.stem) == native.digest(path.read_bytes()), path.name
+    changed = BUILTIN_DIR / "images.cue"
+    assert native.plans_for(changed, changed.read_bytes() + b"\n", ["images.tag"]) is None
+
+
+def test_a_plan_hands_odd_shapes_to_cue() -> None:
+    inp = {"containers": [{"container": {"image": 5}, "path": []}]}
+    with pytest.raises(native.Fallback):
+        native.images_tag(inp, {})
+    with pytest.raises(native.Fallback):
+        native.security_host_namespaces({"pods": [{"spec": {"hostPID": None}, "path": []}]}, {})

@@ -1,0 +1,37 @@
+"""Pack facts cached on disk: a second load needs no CUE; other settings or no cache do."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from compiler.policy import cache
+from compiler.policy.packs import Loader, pack_files
+
+
+def test_second_load_uses_the_cache_and_not_cue(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(cache.CACHE_ENV, str(tmp_path))
+    files = pack_files([], builtin=True)
+    first = Loader()
+    cold = first.load_all(files)
+    assert first._context is not None and len(list(tmp_path.glob("*.json"))) == len(files)
+    second = Loader()
+    warm = second.load_all(files)
+    assert second._context is None  # nothing was compiled
+    assert [(p.name, p.rules, p.settings) for p in warm] == \
+        [(p.name, p.rules, p.settings) for p in cold]
+    other = Loader({"resources": {"maxNumNodes": 4}})
+    packs = other.load_all(files)
+    assert other._context is not None
+    assert next(p for p in packs if p.name == "resources").settings["resources"][
+        "maxNumNodes"] == 4
+
+
+def test_cache_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(cache.CACHE_ENV, "off")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    loader = Loader()
+    loader.load_all(pack_files([], builtin=True))
+    assert loader._context is not None and not list(tmp_path.rglob("*.json"))

@@ -1,0 +1,41 @@
+"""The direct loader for text without aliases builds what PyYAML's constructor builds."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from bench.corpus import stream
+from compiler import loader
+
+TEXTS = [
+    "a: 1\nb: 1.5\nc: true\nd: null\ne: ~\nf: 2024-01-01\ng: !!binary aGk=\nh: '1'\ni: 0x1F\n",
+    "list: [1, two, {three: 3}, [4]]\nnested: {a: {b: {c: [yes, no, on, off]}}}\n",
+    "<<: {a: 1, b: 2}\nc: 3\n",
+    "1: one\ntrue: two\n1.5: three\nnull: four\n",
+    "1: one\ntrue: two\n1.5: three\n.inf: x\ny: yes\n08: 1e9\n",
+    "---\nkind: A\n---\n---\n[1, 2]\n---\nplain text\n",
+    "x: |\n  block\n  text\ny: >-\n  folded\n  text\nz: \"\\u00e9\"\n",
+    "".join(stream(20)),
+]
+
+
+def _load(text: str, loader_class: type) -> object:
+    try:
+        return list(yaml.load_all(text, Loader=loader_class))
+    except yaml.YAMLError as exc:
+        return f"error: {exc}"
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_same_data_as_the_generic_constructor(text: str) -> None:
+    want, got = _load(text, loader._Loader), _load(text, loader._PlainLoader)
+    assert got == want
+    assert repr(got) == repr(want)  # the same types too (1 and True, '1' and 1)
+
+
+def test_duplicate_keys_are_refused_at_the_key() -> None:
+    with pytest.raises(yaml.MarkedYAMLError) as info:
+        list(yaml.load_all("a: 1\nb:\n  c: 1\n  c: 2\n", Loader=loader._PlainLoader))
+    mark = info.value.problem_mark
+    assert "duplicate key 'c'" in str(info.value) and mark is not None and mark.line == 3
