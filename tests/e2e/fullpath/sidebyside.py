@@ -75,7 +75,20 @@ def _skip_reason(case: goldenfile.Case, docs: list[Obj]) -> str | None:
         return "Volcano"
     if not any(d.get("kind") == "TrainJob" for d in docs):
         return "no TrainJob"
+    if len(_gpu_names(docs)) > 1:
+        return "several GPU resource names: upstream picks one at random (README)"
     return None
+
+
+def _gpu_names(value: Any) -> set[str]:
+    """The resource names containing "gpu" in any requests or limits below `value`."""
+    if isinstance(value, list):
+        return set().union(*(_gpu_names(v) for v in value))
+    if not isinstance(value, dict):
+        return set()
+    found = {str(k) for key in ("requests", "limits") if isinstance(value.get(key), dict)
+             for k in value[key] if "gpu" in str(k)}
+    return found.union(*(_gpu_names(v) for v in value.values()))
 
 
 def _place(doc: Obj, ns: str, renamed: dict[str, str]) -> Obj:
