@@ -18,7 +18,8 @@ from compiler.controller.manager import Controller, Options
 from compiler.policy.engine import PolicySet
 from compiler.policy.packs import Loader, pack_files
 from tests.e2e import cluster as cl
-from tests.e2e.test_controller import cl_namespace, condition, eventually, trainjob
+from tests.e2e.poll import condition, eventually
+from tests.e2e.test_controller import cl_namespace, trainjob
 
 pytestmark = pytest.mark.e2e
 RUNTIMES = Path(__file__).resolve().parents[2] / "runtimes"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ from compiler.controller.kube import (
 )
 from compiler.controller.manager import Controller, Options
 from tests.e2e import cluster as cl
+from tests.e2e.poll import condition, eventually
 
 pytestmark = pytest.mark.e2e
 Obj = dict[str, Any]
@@ -70,18 +71,6 @@ def trainjob(namespace: str, name: str, runtime: str = "jax-distributed", **spec
             "metadata": {"name": name, "namespace": namespace}, "spec": body}
 
 
-def eventually(check: Callable[[], Any], timeout: float = 30.0) -> Any:
-    """The first truthy value of `check`, polled; fails after `timeout`."""
-    end = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > end:
-            pytest.fail(f"not true after {timeout}s: {check}")
-        time.sleep(0.2)
-
-
 def resume(kube: Kube, namespace: str, name: str) -> None:
     """Lift a TrainJob's suspend and wait until its JobSet runs."""
     job = kube.get(TRAINJOB, namespace, name)
@@ -90,14 +79,6 @@ def resume(kube: Kube, namespace: str, name: str) -> None:
     kube.update(TRAINJOB, namespace, job)
     eventually(lambda: (kube.get(JOBSET, namespace, name) or {}).get("spec", {})
                .get("suspend") is False)
-
-
-def condition(obj: Obj | None, kind: str) -> Obj | None:
-    """A status condition of an object, or None."""
-    for c in ((obj or {}).get("status") or {}).get("conditions") or []:
-        if c.get("type") == kind:
-            return dict(c)
-    return None
 
 
 def test_jax_trainjob_gets_its_jobset(kube: Kube, controller: Controller,

@@ -25,6 +25,7 @@ from compiler.controller.kube import CONFIGMAP, JOBSET, SECRET, TRAINJOB, ApiErr
 from compiler.controller.manager import EVENTS, Controller, Options
 from compiler.plugins.base import controller_reference
 from tests.e2e import cluster as cl
+from tests.e2e.poll import condition, eventually
 
 pytestmark = pytest.mark.e2e
 Obj = dict[str, Any]
@@ -122,25 +123,6 @@ def trainjob(namespace: str, name: str, runtime: str = "torch-distributed",
     body: Obj = {"runtimeRef": {"name": runtime}, "trainer": {"numNodes": 2}, **spec}
     return {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
             "metadata": {"name": name, "namespace": namespace}, "spec": body}
-
-
-def eventually(check: Callable[[], Any], timeout: float = 30.0) -> Any:
-    """The first truthy value of `check`, polled; fails after `timeout`."""
-    end = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > end:
-            pytest.fail(f"not true after {timeout}s: {check}")
-        time.sleep(0.2)
-
-
-def condition(obj: Obj | None, kind: str) -> Obj | None:
-    for c in ((obj or {}).get("status") or {}).get("conditions") or []:
-        if c.get("type") == kind:
-            return dict(c)
-    return None
 
 
 def refused(kube: Kube, namespace: str, name: str, reason: str) -> Obj:

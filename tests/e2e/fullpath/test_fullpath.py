@@ -19,11 +19,22 @@ import yaml
 
 from compiler.controller.kube import JOBSET, TRAINJOB, Resource
 from tests.e2e import cluster as cl
+from tests.e2e import poll
 from tests.e2e.fullpath.conftest import NAMESPACE, RUNTIMES, FullCluster, start_tjc
 
 pytestmark = pytest.mark.e2e
 Obj = dict[str, Any]
 JOBS = Resource("batch", "v1", "jobs", "Job")
+
+
+def eventually(check: Callable[[], Any], timeout: float = 90.0, what: str = "") -> Any:
+    """`poll.eventually` with the slower pace of a whole control plane."""
+    return poll.eventually(check, timeout, what, interval=0.3)
+
+
+def condition(obj: Obj | None, kind: str) -> Obj | None:
+    """The condition when it is True (`poll.condition`)."""
+    return poll.condition(obj, kind, "True")
 
 
 @pytest.fixture(scope="module")
@@ -38,25 +49,6 @@ def tjc(full_cluster: FullCluster) -> Iterator[None]:
 @pytest.fixture
 def ns(full_cluster: FullCluster, tjc: None) -> str:
     return full_cluster.namespace()
-
-
-def eventually(check: Callable[[], Any], timeout: float = 90.0, what: str = "") -> Any:
-    """The first truthy value of `check`, polled; fails after `timeout`."""
-    end = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > end:
-            pytest.fail(f"not true after {timeout}s: {what or check}")
-        time.sleep(0.3)
-
-
-def condition(obj: Obj | None, kind: str) -> Obj | None:
-    for c in ((obj or {}).get("status") or {}).get("conditions") or []:
-        if c.get("type") == kind and c.get("status") == "True":
-            return dict(c)
-    return None
 
 
 def sdk_train(fc: FullCluster, ns: str, runtime: str, **trainer: Any) -> str:
