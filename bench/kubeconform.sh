@@ -11,24 +11,15 @@ set -eu
 
 version=v0.7.0
 module=github.com/yannh/kubeconform
-bin_dir=${TJC_BENCH_BIN_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tjc-bench/kubeconform-$version}
+. "$(cd "$(dirname "$0")" && pwd)/../e2e/pin.sh"
+bin_dir=$(pin_cache_dir "${TJC_BENCH_BIN_DIR:-}" tjc-bench "kubeconform-$version")
 binary="$bin_dir/kubeconform"
-
-if [ "${1:-}" = "--print" ]; then
-    echo "$binary"
-    exit 0
-elif [ $# -gt 0 ]; then
-    echo "usage: $0 [--print]" >&2
-    exit 2
-fi
-if [ -x "$binary" ] && [ "$(cat "$bin_dir/.pin" 2>/dev/null)" = "$version" ]; then
+pin_print_flag --print "$binary" "$@"
+if pin_is_built "$bin_dir/.pin" "$version" "$binary"; then
     echo "$binary"
     exit 0
 fi
-if ! command -v go >/dev/null 2>&1; then
-    echo "kubeconform.sh: go not found; install Go to build kubeconform $version" >&2
-    exit 1
-fi
+pin_need_go kubeconform.sh "to build kubeconform $version"
 mkdir -p "$bin_dir"
 rm -f "$bin_dir/.pin"
 echo "kubeconform.sh: building kubeconform $version into $bin_dir" >&2

@@ -20,34 +20,25 @@ KWOK_VERSION=v0.7.0
 TRAINER_VERSION=v2.3.0
 
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../pin.sh"
 cluster="$here/../cluster"
-k8s_version=$(sed -n 's#^[[:space:]]*k8s\.io/kubernetes \(v[^ ]*\).*#\1#p' "$cluster/go.mod" | head -n 1)
-own_version=$(sed -n 's#^[[:space:]]*k8s\.io/kubernetes \(v[^ ]*\).*#\1#p' "$here/go.mod" | head -n 1)
+k8s_version=$(pin_mod_version 'k8s\.io/kubernetes' "$cluster/go.mod")
+own_version=$(pin_mod_version 'k8s\.io/kubernetes' "$here/go.mod")
 if [ -z "$k8s_version" ] || [ "$k8s_version" != "$own_version" ]; then
     echo "build.sh: k8s.io/kubernetes in $here/go.mod ($own_version) is not the one of" \
         "$cluster/go.mod ($k8s_version); pin both to one version" >&2
     exit 1
 fi
 pin="k8s-$k8s_version-jobset-$JOBSET_VERSION-kwok-$KWOK_VERSION-trainer-$TRAINER_VERSION"
-bin_dir=${TJC_CP_BIN_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tjc-cp/$pin}
-
-if [ "${1:-}" = "--print-dir" ]; then
-    echo "$bin_dir"
-    exit 0
-elif [ $# -gt 0 ]; then
-    echo "usage: $0 [--print-dir]" >&2
-    exit 2
-fi
+bin_dir=$(pin_cache_dir "${TJC_CP_BIN_DIR:-}" tjc-cp "$pin")
+pin_print_flag --print-dir "$bin_dir" "$@"
 
 stamp="$bin_dir/.pin"
-if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$pin" ]; then
+if pin_is_built "$stamp" "$pin"; then
     echo "$bin_dir"
     exit 0
 fi
-if ! command -v go >/dev/null 2>&1; then
-    echo "build.sh: go not found; install Go (see ../cluster/go.mod for the minimum version)" >&2
-    exit 1
-fi
+pin_need_go build.sh "see ../cluster/go.mod for the minimum version"
 mkdir -p "$bin_dir"
 export CGO_ENABLED=0
 
@@ -61,33 +52,23 @@ build() {
     mv "$bin_dir/$1.tmp" "$bin_dir/$1"
 }
 
-# module_dir MODULE VERSION: download the module (with its go.sum) and print its directory.
-module_dir() {
-    go mod download -json "$1@$2" | sed -n 's#^[[:space:]]*"Dir": "\(.*\)",*$#\1#p'
-}
-
-minor=${k8s_version#v1.}
-minor=${minor%%.*}
-k8s_ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$k8s_version"
-k8s_ldflags="$k8s_ldflags -X k8s.io/component-base/version.gitMajor=1"
-k8s_ldflags="$k8s_ldflags -X k8s.io/component-base/version.gitMinor=$minor"
-k8s_ldflags="$k8s_ldflags -X k8s.io/component-base/version.gitTreeState=clean"
+k8s_ldflags=$(pin_k8s_ldflags "$k8s_version")
 build kube-scheduler "$here" k8s.io/kubernetes/cmd/kube-scheduler "$k8s_ldflags"
 build kube-controller-manager "$here" k8s.io/kubernetes/cmd/kube-controller-manager "$k8s_ldflags"
 
-kwok_dir=$(module_dir sigs.k8s.io/kwok "$KWOK_VERSION")
+kwok_dir=$(pin_module_dir sigs.k8s.io/kwok "$KWOK_VERSION")
 build kwok "$kwok_dir" ./cmd/kwok \
     "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION"
-jobset_dir=$(module_dir sigs.k8s.io/jobset "$JOBSET_VERSION")
+jobset_dir=$(pin_module_dir sigs.k8s.io/jobset "$JOBSET_VERSION")
 build jobset-controller "$jobset_dir" .
-trainer_dir=$(module_dir github.com/kubeflow/trainer/v2 "$TRAINER_VERSION")
+trainer_dir=$(pin_module_dir github.com/kubeflow/trainer/v2 "$TRAINER_VERSION")
 build trainer-controller-manager "$trainer_dir" ./cmd/trainer-controller-manager
 
 # The PodGroup CRD of scheduler-plugins, at the version Trainer's go.mod pins, so that both
 # controllers can create the PodGroups of coscheduling runtimes.
 if [ ! -f "$bin_dir/crds/scheduling.x-k8s.io_podgroups.yaml" ]; then
     sp_version=$(cd "$trainer_dir" && go list -m -f '{{.Version}}' sigs.k8s.io/scheduler-plugins)
-    sp_dir=$(module_dir sigs.k8s.io/scheduler-plugins "$sp_version")
+    sp_dir=$(pin_module_dir sigs.k8s.io/scheduler-plugins "$sp_version")
     mkdir -p "$bin_dir/crds"
     cp "$sp_dir/config/crd/bases/scheduling.x-k8s.io_podgroups.yaml" "$bin_dir/crds/"
 fi

@@ -13,43 +13,28 @@
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../pin.sh"
 gomod="$here/go.mod"
 argocd_dir=$(cd "$here/../argocd" && pwd)
 
-# The versions come from the require lines of go.mod (tab or "require ", module, space, version).
-mod_version() {
-    sed -n "s#^[[:space:]]*\\(require \\)\\{0,1\\}$1 \\(v[^ ]*\\).*#\\2#p" "$2" | head -n 1
-}
-kustomize_version=$(mod_version 'sigs\.k8s\.io/kustomize/kustomize/v5' "$gomod")
-helm_version=$(mod_version 'helm\.sh/helm/v3' "$gomod")
-argocd_version=$(mod_version 'github\.com/argoproj/argo-cd/v3' "$argocd_dir/go.mod")
+kustomize_version=$(pin_mod_version 'sigs\.k8s\.io/kustomize/kustomize/v5' "$gomod")
+helm_version=$(pin_mod_version 'helm\.sh/helm/v3' "$gomod")
+argocd_version=$(pin_mod_version 'github\.com/argoproj/argo-cd/v3' "$argocd_dir/go.mod")
 if [ -z "$kustomize_version" ] || [ -z "$helm_version" ] || [ -z "$argocd_version" ]; then
     echo "build.sh: cannot read the kustomize, helm or argo-cd version from the go.mod files" >&2
     exit 1
 fi
 pin="kustomize-$kustomize_version-helm-$helm_version-argocd-$argocd_version"
-bin_dir=${TJC_TOOLS_BIN_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tjc-tools/$pin}
-
-if [ "${1:-}" = "--print-dir" ]; then
-    echo "$bin_dir"
-    exit 0
-elif [ $# -gt 0 ]; then
-    echo "usage: $0 [--print-dir]" >&2
-    exit 2
-fi
+bin_dir=$(pin_cache_dir "${TJC_TOOLS_BIN_DIR:-}" tjc-tools "$pin")
+pin_print_flag --print-dir "$bin_dir" "$@"
 
 stamp="$bin_dir/.pin"
-if [ -x "$bin_dir/kustomize" ] && [ -x "$bin_dir/helm" ] && [ -x "$bin_dir/argocd-cmp-harness" ] &&
-    [ -f "$stamp" ] &&
-    [ "$(cat "$stamp")" = "$pin" ]; then
+if pin_is_built "$stamp" "$pin" "$bin_dir/kustomize" "$bin_dir/helm" \
+    "$bin_dir/argocd-cmp-harness"; then
     echo "$bin_dir"
     exit 0
 fi
-
-if ! command -v go >/dev/null 2>&1; then
-    echo "build.sh: go not found; install Go (see go.mod for the minimum version)" >&2
-    exit 1
-fi
+pin_need_go build.sh "see go.mod for the minimum version"
 
 mkdir -p "$bin_dir"
 rm -f "$stamp"

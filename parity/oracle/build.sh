@@ -11,31 +11,22 @@
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
-trainer_version=$(sed -n 's#^[[:space:]]*github.com/kubeflow/trainer/v2 \(v[^ ]*\).*#\1#p' "$here/go.mod" | head -n 1)
+. "$here/../../e2e/pin.sh"
+trainer_version=$(pin_mod_version 'github\.com/kubeflow/trainer/v2' "$here/go.mod")
 if [ -z "$trainer_version" ]; then
     echo "build.sh: cannot read the Trainer version from $here/go.mod" >&2
     exit 1
 fi
 digest=$(cd "$here" && cat go.mod go.sum ./*.go | sha256sum | cut -c1-12)
 pin="trainer-$trainer_version-$digest"
-dir=${TJC_ORACLE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tjc-oracle/$pin}
+dir=$(pin_cache_dir "${TJC_ORACLE_DIR:-}" tjc-oracle "$pin")
+pin_print_flag --print "$dir/oracle" "$@"
 
-if [ "${1:-}" = "--print" ]; then
-    echo "$dir/oracle"
-    exit 0
-elif [ $# -gt 0 ]; then
-    echo "usage: $0 [--print]" >&2
-    exit 2
-fi
-
-if [ -x "$dir/oracle" ] && [ -f "$dir/.pin" ] && [ "$(cat "$dir/.pin")" = "$pin" ]; then
+if pin_is_built "$dir/.pin" "$pin" "$dir/oracle"; then
     echo "$dir/oracle"
     exit 0
 fi
-if ! command -v go >/dev/null 2>&1; then
-    echo "build.sh: go not found; install Go (see go.mod for the minimum version)" >&2
-    exit 1
-fi
+pin_need_go build.sh "see go.mod for the minimum version"
 
 mkdir -p "$dir"
 rm -f "$dir/.pin"
