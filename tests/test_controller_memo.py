@@ -193,3 +193,18 @@ def test_the_jobset_store_keeps_identity_suspend_and_status_only() -> None:
     meta = {k: v for k, v in jobset["metadata"].items() if k != "managedFields"}
     assert informer.get("ns", "j") == {**jobset, "metadata": meta, "spec": {"suspend": True}}
     assert jobset_fields({"kind": "JobSet", "spec": {"replicatedJobs": []}}) == {"kind": "JobSet"}
+
+
+def test_a_jobset_the_store_has_not_seen_yet_is_asked_for_not_built_again(
+        compiles: list[str]) -> None:
+    kube, reconciler, _ = _setup()
+    reconciler.jobsets = FakeStore(kube, Resource("", "v1", "none", "None"))  # sees nothing
+    reconciler.reconcile(KEY)
+    kube.gets.clear()
+    reconciler.reconcile(KEY)
+    assert compiles == ["j"] and "jobsets" in kube.gets
+    assert len([o for o in kube.applied if o["kind"] == "JobSet"]) == 1
+    kube.objects.pop(("jobsets", "ns", "j"))  # deleted: built again
+    reconciler.reconcile(KEY)
+    assert compiles == ["j", "j"]
+    assert len([o for o in kube.applied if o["kind"] == "JobSet"]) == 2

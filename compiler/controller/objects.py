@@ -81,8 +81,8 @@ def all_kept(kube: Kube, jobsets: Store, trainjob: Obj,
     (the MPI hostfile) make it False before anything is looked up."""
     if not identities or any(kind not in _KEEPABLE for _, kind, _, _ in identities):
         return False
-    found = [current(kube, jobsets, {"apiVersion": api, "kind": kind,
-                                     "metadata": {"namespace": ns, "name": name}})
+    found = [_existing(kube, jobsets, {"apiVersion": api, "kind": kind,
+                                       "metadata": {"namespace": ns, "name": name}})
              for api, kind, ns, name in identities]
     _refuse_foreign(found, trainjob)
     return all(_keep(trainjob, {"kind": kind}, obj)
@@ -90,6 +90,16 @@ def all_kept(kube: Kube, jobsets: Store, trainjob: Obj,
 
 
 _KEEPABLE = ("JobSet", "Secret", "PodGroup")
+
+
+def _existing(kube: Kube, jobsets: Store, obj: Obj) -> Obj | None:
+    """`current`, asking the API server for a JobSet the store has not seen yet (one GET,
+    where compiling and failing to create it would take a compile and two requests)."""
+    found = current(kube, jobsets, obj)
+    if found is None and obj.get("kind") == "JobSet":
+        meta = obj["metadata"]
+        found = kube.get(resource_of(obj), meta["namespace"], meta["name"])
+    return found
 
 
 def _refuse_foreign(found: list[Obj | None], trainjob: Obj) -> None:
