@@ -198,7 +198,7 @@ def test_the_jobset_store_keeps_identity_suspend_and_status_only() -> None:
 def test_a_jobset_the_store_has_not_seen_yet_is_asked_for_not_built_again(
         compiles: list[str]) -> None:
     kube, reconciler, _ = _setup()
-    reconciler.jobsets = FakeStore(kube, Resource("", "v1", "none", "None"))  # sees nothing
+    reconciler.jobsets = FakeStore(kube, Resource("", "v1", "none", "None"))  # type: ignore[assignment]
     reconciler.reconcile(KEY)
     kube.gets.clear()
     reconciler.reconcile(KEY)
