@@ -166,6 +166,7 @@ def test_a_deleted_snapshot_is_taken_again_only_from_the_same_runtime() -> None:
     runtime = kube.get(CLUSTER_RUNTIME, None, "torch-distributed")
     assert runtime is not None
     runtime["spec"]["mlPolicy"]["numNodes"] = 7
+    kube.put(CLUSTER_RUNTIME, runtime)  # an edit: a new resourceVersion
     _resume(kube)
     reconciler.reconcile(("ns", "j"))
     refused = st.condition(_status(kube), ownership.CONDITION)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
 from typing import Any
 
 import yaml
@@ -126,13 +127,30 @@ def live(kube: Kube, trainjob: Obj) -> Obj:
 
 
 def body(runtime: Obj) -> str:
-    """The snapshot's `runtime` value: the runtime's identity and spec as YAML."""
+    """The snapshot's `runtime` value: the runtime's identity and spec as YAML (written once
+    per runtime version: the API server gives every change a new resourceVersion)."""
     meta = runtime.get("metadata") or {}
+    version = (runtime.get("apiVersion"), runtime.get("kind"), meta.get("namespace"),
+               meta.get("name"), meta.get("uid"), meta.get("resourceVersion"))
+    with _BODIES_LOCK:
+        text = _BODIES.get(version) if version[-1] and version[-2] else None
+    if text is not None:
+        return text
     kept = {k: meta[k] for k in ("name", "namespace", "labels", "annotations", "uid",
                                  "resourceVersion", "generation") if k in meta}
-    return yaml.safe_dump({"apiVersion": runtime.get("apiVersion"), "kind": runtime.get("kind"),
+    text = yaml.safe_dump({"apiVersion": runtime.get("apiVersion"), "kind": runtime.get("kind"),
                            "metadata": kept, "spec": runtime.get("spec") or {}},
                           sort_keys=True)
+    if version[-1] and version[-2]:
+        with _BODIES_LOCK:
+            _BODIES[version] = text
+            while len(_BODIES) > 64:
+                del _BODIES[next(iter(_BODIES))]
+    return text
+
+
+_BODIES: dict[tuple[Any, ...], str] = {}
+_BODIES_LOCK = threading.Lock()
 
 
 def configmap(trainjob: Obj, text: str) -> Obj:
