@@ -158,3 +158,26 @@ def test_other_credentials_are_left_to_the_kubernetes_client(tmp_path: Path) -> 
     with pytest.raises(rest.Unsupported):
         rest.from_kubeconfig(config)
     assert not isinstance(client_from_kubeconfig(str(config)), rest.RestClient)
+
+
+def test_watch_events_split_across_chunks_are_joined() -> None:
+    lines = b"".join(json.dumps({"type": "MODIFIED", "object": {"metadata": {"name": n}}})
+                     .encode() + b"\n" for n in ("a", "b", "c"))
+
+    class Response:
+        released = False
+
+        def stream(self, size: int) -> Iterator[bytes]:
+            yield from (lines[i:i + 7] for i in range(0, len(lines), 7))
+
+        def release_conn(self) -> None:
+            Response.released = True
+
+    class Client:
+        def call_api(self, *_: Any, **__: Any) -> Response:
+            return Response()
+
+    events = list(Kube(Client()).watch(TRAINJOB, "ns", "1"))
+    assert [(kind, obj["metadata"]["name"], obj["kind"]) for kind, obj in events] == [
+        ("MODIFIED", n, "TrainJob") for n in ("a", "b", "c")]
+    assert Response.released

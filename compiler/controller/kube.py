@@ -166,9 +166,9 @@ class Kube:
         try:
             buffer = b""
             for chunk in response.stream(65536):
-                buffer += chunk
-                while b"\n" in buffer:
-                    line, buffer = buffer.split(b"\n", 1)
+                lines = (buffer + chunk).split(b"\n")
+                buffer = lines.pop()  # the start of a line still to come
+                for line in lines:
                     if line.strip():
                         yield _event(json.loads(line), res)
         finally:
