@@ -158,6 +158,10 @@ def test_other_credentials_are_left_to_the_kubernetes_client(tmp_path: Path) -> 
     with pytest.raises(rest.Unsupported):
         rest.from_kubeconfig(config)
     assert not isinstance(client_from_kubeconfig(str(config)), rest.RestClient)
+    proxied = _kubeconfig(tmp_path / "proxied", "https://127.0.0.1:1",
+                          {"proxy-url": "http://127.0.0.1:3128"}, {"token": "t"})
+    with pytest.raises(rest.Unsupported):
+        rest.from_kubeconfig(proxied)
 
 
 def test_watch_events_split_across_chunks_are_joined() -> None:

@@ -122,6 +122,14 @@ def _file(entry: Obj, key: str, base: Path, temp: Path) -> str | None:
     return str(base / os.path.expanduser(path)) if path else None
 
 
+# What this client reads of a kubeconfig's cluster and user; anything else (a proxy, a TLS
+# server name, an exec plugin, impersonation, ...) is left to the kubernetes client.
+_CLUSTER_KEYS = {"server", "certificate-authority", "certificate-authority-data",
+                 "insecure-skip-tls-verify", "extensions"}
+_USER_KEYS = {"client-certificate", "client-certificate-data", "client-key", "client-key-data",
+              "token", "tokenFile", "extensions"}
+
+
 def from_kubeconfig(path: Path) -> RestClient:
     """The client of the kubeconfig's current context; `Unsupported` when its user
     authenticates otherwise than by certificate or token."""
@@ -131,9 +139,8 @@ def from_kubeconfig(path: Path) -> RestClient:
     context = by_name["contexts"].get(config.get("current-context")) or {}
     cluster = by_name["clusters"].get(context.get("cluster"))
     user = by_name["users"].get(context.get("user"), {})
-    if not cluster or not cluster.get("server") or \
-            set(user) - {"client-certificate", "client-certificate-data", "client-key",
-                         "client-key-data", "token", "tokenFile"}:
+    if not cluster or not cluster.get("server") or set(cluster) - _CLUSTER_KEYS or \
+            set(user) - _USER_KEYS:
         raise Unsupported("kubeconfig needs the kubernetes client")
     base = path.parent
     with tempfile.TemporaryDirectory(prefix="tjc-kube-") as temp:
