@@ -208,3 +208,33 @@ def test_a_jobset_the_store_has_not_seen_yet_is_asked_for_not_built_again(
     reconciler.reconcile(KEY)
     assert compiles == ["j", "j"]
     assert len([o for o in kube.applied if o["kind"] == "JobSet"]) == 2
+
+
+def test_a_runtime_is_prepared_once_for_every_trainjob_of_its_version(
+        monkeypatch: pytest.MonkeyPatch, compiles: list[str]) -> None:
+    prepared: list[str] = []
+    real = rc.prepare_runtime  # type: ignore[attr-defined]
+
+    def counting(runtime: Obj) -> Any:
+        prepared.append(runtime["metadata"]["name"])
+        return real(runtime)
+
+    monkeypatch.setattr(rc, "prepare_runtime", counting)
+    kube, reconciler, _ = _setup()
+    other = _trainjob(trainer={"numNodes": 3})
+    other["metadata"].update(name="k", uid="u-2")
+    kube.put(TRAINJOB, other)
+    reconciler.reconcile(KEY)
+    reconciler.reconcile(("ns", "k"))
+    assert compiles == ["j", "k"] and prepared == ["torch-distributed"]
+    runtime = kube.get(CLUSTER_RUNTIME, None, "torch-distributed")
+    assert runtime is not None
+    runtime["spec"]["mlPolicy"]["numNodes"] = 2
+    kube.put(CLUSTER_RUNTIME, runtime)  # a new version: prepared again for a new TrainJob
+    third = _trainjob(trainer={"numNodes": 1})
+    third["metadata"].update(name="m", uid="u-3")
+    kube.put(TRAINJOB, third)
+    reconciler.reconcile(("ns", "m"))
+    assert prepared == ["torch-distributed", "torch-distributed"]
+    assert [js["spec"]["replicatedJobs"][-1]["template"]["spec"]["parallelism"]
+            for js in kube.applied if js["kind"] == "JobSet"] == [2, 3, 1]

@@ -9,7 +9,8 @@ is running anyway.
   content is the one verified, and neither a GET nor the digest check is repeated; any other
   copy (edited, replaced, unlabelled, not seen yet) takes the full path of `snapshot.resolve`.
   The informer's store is updated before the reconcile its event queues, so an edit is seen by
-  that reconcile. The runtime is parsed once per digest.
+  that reconcile. The runtime is parsed, prepared for the compile (`prepare_runtime`) and
+  checked by the policy packs once per digest.
 - **Verdicts.** For a TrainJob (its uid and everything but its status and resourceVersion),
   the snapshot's digest and whether an SSH key was to be made: the objects (kind, name) it
   compiled to, once the compile, admission, policy packs and limits passed and the objects were
@@ -26,10 +27,13 @@ import hashlib
 import json
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
+
+T = TypeVar("T")
 
 Obj = dict[str, Any]
 Key = tuple[str, str]
@@ -80,6 +84,7 @@ class Memo:
         self._snapshots: dict[Key, Snapshot] = {}
         self._verdicts: dict[Key, Verdict] = {}
         self._runtimes: OrderedDict[str, Obj] = OrderedDict()
+        self._derived: OrderedDict[tuple[str, str], Any] = OrderedDict()
 
     def snapshot(self, key: Key, trainjob_uid: str, seen: Obj | None) -> Snapshot | None:
         """The snapshot remembered for this TrainJob when `seen` (the informer's copy of the
@@ -121,6 +126,21 @@ class Memo:
             while len(self._runtimes) > RUNTIMES_KEPT:
                 self._runtimes.popitem(last=False)
         return parsed
+
+    def derived(self, what: str, digest: str, make: Callable[[], T]) -> T:
+        """`make()`, once per runtime version: what depends on the runtime alone (the
+        prepared runtime, what the policy packs say of it). Callers must not change it."""
+        with self._lock:
+            if (what, digest) in self._derived:
+                self._derived.move_to_end((what, digest))
+                found: T = self._derived[(what, digest)]
+                return found
+        made = make()
+        with self._lock:
+            self._derived[(what, digest)] = made
+            while len(self._derived) > 2 * RUNTIMES_KEPT:
+                self._derived.popitem(last=False)
+        return made
 
     def verdict(self, key: Key, content: str) -> Verdict | None:
         """The verdict for this TrainJob when it was reached from the same content."""

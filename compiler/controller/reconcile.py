@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from compiler.compile import compile_trainjob
+from compiler.compile import compile_trainjob, prepare_runtime
 from compiler.context import CompileOptions, SSHKeySource
 from compiler.controller import admission, limits, memo, objects, ownership, snapshot, sshsecret
 from compiler.controller import status as st
@@ -36,6 +36,7 @@ from compiler.controller.kube import (
 )
 
 if TYPE_CHECKING:
+    from compiler.diagnostics import Diagnostic
     from compiler.policy.engine import PolicySet
 
 LOG = logging.getLogger("tjc.controller")
@@ -126,8 +127,10 @@ class Reconciler:
         if passed is not None and \
                 objects.all_kept(self.kube, self.jobsets, trainjob, passed.objects):
             return None  # built from this very input, and everything is kept as it is
-        result = compile_trainjob(spec_only, runtime, options=CompileOptions(ssh_keys=keys))
-        errors = admission.refusals(result, spec_only, runtime, self.policies)
+        prepared = self.memo.derived("prepared", digest, lambda: prepare_runtime(runtime))
+        result = compile_trainjob(spec_only, prepared, options=CompileOptions(ssh_keys=keys))
+        errors = admission.refusals(result, spec_only, self._runtime_findings(runtime, digest),
+                                    self.policies)
         if errors:
             st.set_condition(status, {"type": "Failed", "status": "True",
                                       "reason": INVALID_REASON,
@@ -146,6 +149,13 @@ class Reconciler:
                 sshsecret.record(status, written["Secret"], now)
         self.memo.remember_verdict(_key(trainjob), content, list(result.objects))
         return written.get("JobSet")
+
+    def _runtime_findings(self, runtime: Obj, digest: str) -> list[Diagnostic]:
+        policies = self.policies
+        if policies is None:
+            return []
+        return self.memo.derived("policies", digest,
+                                 lambda: admission.runtime_findings(runtime, policies))
 
     def _runtime(self, trainjob: Obj) -> tuple[Obj, str]:
         """The runtime and the snapshot's digest: remembered while the informer's copy of the
