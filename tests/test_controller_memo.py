@@ -238,3 +238,43 @@ def test_a_runtime_is_prepared_once_for_every_trainjob_of_its_version(
     assert prepared == ["torch-distributed", "torch-distributed"]
     assert [js["spec"]["replicatedJobs"][-1]["template"]["spec"]["parallelism"]
             for js in kube.applied if js["kind"] == "JobSet"] == [2, 3, 1]
+
+
+class PatchKube(CountingKube):
+    """The in-memory API, answering a status patch with the object, as the API server does."""
+
+    def patch_status(self, res: Resource, namespace: str, name: str, patch: Obj) -> Obj:
+        super().patch_status(res, namespace, name, patch)
+        return copy.deepcopy(self.objects[(res.plural, namespace, name)])
+
+
+class FrozenStore:
+    """An informer that has not seen anything since it was made."""
+
+    def __init__(self, kube: FakeKube) -> None:
+        self.objects = copy.deepcopy(kube.objects)
+
+    def get(self, namespace: str, name: str) -> Obj | None:
+        return self.objects.get(("trainjobs", namespace, name))
+
+
+def test_a_reconcile_starts_from_the_status_patch_the_informer_has_not_seen(
+        compiles: list[str]) -> None:
+    kube = PatchKube()
+    kube.put(CLUSTER_RUNTIME, yaml.safe_load((RUNTIMES / "torch-distributed.yaml").read_text()))
+    kube.put(TRAINJOB, _trainjob(trainer={"numNodes": 2}))
+    reconciler = Reconciler(kube, FrozenStore(kube), Store(kube, JOBSET),  # type: ignore[arg-type]
+                            lambda ns, name: SSHKeyPair(b"PRIVATE", b"PUBLIC"), lambda *_: None,
+                            clock=lambda: NOW, configmaps=Store(kube, CONFIGMAP))
+    reconciler.reconcile(KEY)
+    jobset = _jobset(kube)
+    jobset["status"] = {"conditions": [{"type": "Completed", "status": "True",
+                                        "reason": "AllJobsCompleted", "message": "done"}]}
+    kube.put(JOBSET, jobset)
+    reconciler.reconcile(KEY)  # from the stale copy, the patch would be refused (409)
+    assert st.is_true(_status(kube), "Complete") and compiles == ["j"]
+    assert snapshot.recorded(kube.get(TRAINJOB, *KEY) or {}) is not None
+    reconciler.trainjobs = FrozenStore(kube)  # type: ignore[assignment]
+    assert reconciler.memo.latest(KEY, reconciler.trainjobs.get(*KEY) or {}) == \
+        reconciler.trainjobs.get(*KEY)  # caught up: the informer's copy again
+    assert reconciler.memo._patched == {}

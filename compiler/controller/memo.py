@@ -17,6 +17,12 @@ is running anyway.
   written. When every such object exists, is the TrainJob's own and would be kept as it is
   (`objects.all_kept`), nothing is compiled; otherwise the compile runs as before.
 
+- **The controller's own status writes.** The TrainJob a status patch returned, by the
+  resourceVersion it was patched from: while the informer's copy still has that
+  resourceVersion (it has not seen the patch yet), the reconcile starts from what the patch
+  returned, instead of computing a status from the stale copy that the API server refuses
+  (the patch has the resourceVersion as a precondition) and retrying.
+
 One entry per TrainJob (a newer one replaces it), dropped when the TrainJob is gone or
 finished; the parsed runtimes are few (one per runtime version). Thread-safe.
 """
@@ -85,6 +91,7 @@ class Memo:
         self._verdicts: dict[Key, Verdict] = {}
         self._runtimes: OrderedDict[str, Obj] = OrderedDict()
         self._derived: OrderedDict[tuple[str, str], Any] = OrderedDict()
+        self._patched: dict[Key, tuple[str, Obj]] = {}
 
     def snapshot(self, key: Key, trainjob_uid: str, seen: Obj | None) -> Snapshot | None:
         """The snapshot remembered for this TrainJob when `seen` (the informer's copy of the
@@ -153,8 +160,38 @@ class Memo:
         with self._lock:
             self._verdicts[key] = Verdict(content, tuple(identity(o) for o in objects))
 
-    def forget(self, key: Key) -> None:
-        """Drop what is remembered of a TrainJob (gone, or finished)."""
+    def remember_patch(self, key: Key, before: Obj, after: Any) -> None:
+        """The TrainJob as a status patch of `before` returned it (when it is the same
+        TrainJob, at a new resourceVersion)."""
+        old, new = before.get("metadata") or {}, \
+            (after.get("metadata") or {}) if isinstance(after, dict) else {}
+        version = str(old.get("resourceVersion") or "")
+        if not version or not new.get("uid") or new.get("uid") != old.get("uid") or \
+                new.get("resourceVersion") in (None, version):
+            return
+        meta = {k: v for k, v in new.items() if k != "managedFields"}
+        with self._lock:
+            self._patched[key] = (version, {**after, "metadata": meta})
+
+    def latest(self, key: Key, trainjob: Obj) -> Obj:
+        """The informer's copy, or what the controller's last status patch of that very copy
+        returned (the informer has not seen the patch yet)."""
+        meta = trainjob.get("metadata") or {}
+        with self._lock:
+            found = self._patched.get(key)
+            if found is None:
+                return trainjob
+            if found[0] == str(meta.get("resourceVersion") or "") and \
+                    (found[1].get("metadata") or {}).get("uid") == meta.get("uid"):
+                return found[1]
+            del self._patched[key]  # the informer has caught up, or the TrainJob changed
+        return trainjob
+
+    def forget(self, key: Key, *, gone: bool = True) -> None:
+        """Drop what is remembered of a TrainJob: all of it when it is gone; when it is
+        finished, all but its last status patch (the informer may not have seen it yet)."""
         with self._lock:
             self._snapshots.pop(key, None)
             self._verdicts.pop(key, None)
+            if gone:
+                self._patched.pop(key, None)

@@ -79,6 +79,7 @@ class Reconciler:
         if trainjob is None:
             self.memo.forget(key)
             return Result()
+        trainjob = self.memo.latest(key, trainjob)
         if (trainjob.get("spec") or {}).get("managedBy") not in (None, MANAGED_BY):
             return Result()
         now = self.clock()
@@ -88,7 +89,7 @@ class Reconciler:
         jobset: Obj | None = None
         requeue: float | None = None
         if st.finished(trainjob):
-            self.memo.forget(key)
+            self.memo.forget(key, gone=False)
         else:
             try:
                 jobset = self._apply_objects(trainjob, status, now)
@@ -103,7 +104,8 @@ class Reconciler:
         deadline = self._deadline(trainjob, status, now, jobset)
         requeue = deadline if requeue is None else min(requeue, deadline or requeue)
         if status != before:
-            self.kube.patch_status(TRAINJOB, key[0], key[1], _status_patch(trainjob, status))
+            self.memo.remember_patch(key, trainjob, self.kube.patch_status(
+                TRAINJOB, key[0], key[1], _status_patch(trainjob, status)))
         if failure is not None:
             raise ReconcileError(reason_of(failure)) from failure
         return Result(requeue)
