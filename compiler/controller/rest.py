@@ -75,7 +75,7 @@ class Credentials:
 class RestClient:
     """JSON over HTTPS to one API server, through a pool of kept-alive connections."""
 
-    def __init__(self, credentials: Credentials, maxsize: int = 32) -> None:
+    def __init__(self, credentials: Credentials, maxsize: int = 64) -> None:
         self.credentials = credentials
         context = ssl.create_default_context(cafile=credentials.ca_file)
         if credentials.insecure:
