@@ -6,7 +6,9 @@ nodes; `tests/e2e/controlplane.py`) and the built-in runtimes; the controller is
 ready, then 1,000 TrainJobs (`torch-distributed`, one node each) are created by 8 threads.
 Measured: seconds from the first create until every JobSet exists, and until every TrainJob
 is `Complete` (kwok runs each pod for one second); the controller's CPU seconds (user + system,
-from /proc) over that span and its peak resident memory (VmHWM). Prints a table and the ratios.
+from /proc) over that span and its peak resident memory (VmHWM). Prints a table (with the
+machine's 1-minute load average when each measurement started and ended: the machine may be
+shared) and the ratios.
 
     python -m bench.controllers [--count N] [--only tjc|upstream] [--upstream-qps N]
 
@@ -47,6 +49,7 @@ class Figures:
     cpu_s: float
     peak_mib: float
     finished: bool
+    load: tuple[float, float] = (0.0, 0.0)
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -121,6 +124,7 @@ def run_one(which: str, count: int, upstream_qps: int = 50) -> Figures:
 
 def _measure(which: str, api: Any, pid: int, count: int) -> Figures:
     cpu0 = _cpu_seconds(pid)
+    load0 = os.getloadavg()[0]
     start = time.monotonic()
 
     def create(i: int) -> None:
@@ -140,7 +144,7 @@ def _measure(which: str, api: Any, pid: int, count: int) -> Figures:
             break
         time.sleep(1)
     return Figures(which, jobsets_s, complete_s, _cpu_seconds(pid) - cpu0, _peak_mib(pid),
-                   finished=complete_s == complete_s)
+                   finished=complete_s == complete_s, load=(load0, os.getloadavg()[0]))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -154,10 +158,10 @@ def main(argv: list[str] | None = None) -> int:
     runs = [args.only] if args.only else ["tjc", "upstream"]
     results = [run_one(which, args.count, args.upstream_qps) for which in runs]
     print(f"{'controller':<10} {'all JobSets s':>14} {'all Complete s':>15} {'CPU s':>7} "
-          f"{'peak MiB':>9}")
+          f"{'peak MiB':>9} {'load avg':>10}")
     for r in results:
         print(f"{r.controller:<10} {r.jobsets_s:>14.1f} {r.complete_s:>15.1f} {r.cpu_s:>7.1f} "
-              f"{r.peak_mib:>9.0f}")
+              f"{r.peak_mib:>9.0f} {r.load[0]:>4.1f}->{r.load[1]:<4.1f}")
     if len(results) == 2:
         ours, theirs = results
         print(f"ratios tjc/upstream: JobSets {ours.jobsets_s / theirs.jobsets_s:.2f}x, Complete "

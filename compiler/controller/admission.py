@@ -22,17 +22,25 @@ if TYPE_CHECKING:
 Obj = dict[str, Any]
 
 
-def refusals(result: CompileResult, trainjob: Obj, runtime: Obj,
+def runtime_findings(runtime: Obj, policies: PolicySet) -> list[Diagnostic]:
+    """What the policy packs say of the runtime (admitted and defaulted, as they see it
+    elsewhere): the same for every TrainJob of one runtime version, so `reconcile` keeps it
+    per snapshot digest."""
+    rt = admit_runtime(runtime)[0]
+    return [v.diagnostic() for v in policies.check(str(rt.get("kind", "")), rt)]
+
+
+def refusals(result: CompileResult, trainjob: Obj, runtime: Obj | list[Diagnostic],
              policies: PolicySet | None) -> list[Diagnostic]:
     """The errors that keep the TrainJob from being built: the compile's own, else the
-    policy denies (none when no policy set is configured)."""
+    policy denies (none when no policy set is configured). `runtime` is the runtime, or
+    what `runtime_findings` said of it."""
     errors = [d for d in result.diagnostics if d.severity is Severity.ERROR]
     if errors or policies is None:
         return errors
     tj = check_object("TrainJob", trainjob)[0]  # defaulted, as the policies see it elsewhere
     found = [v.diagnostic() for v in policies.check("TrainJob", tj)]
-    rt = admit_runtime(runtime)[0]
-    found += [v.diagnostic() for v in policies.check(str(rt.get("kind", "")), rt)]
+    found += runtime if isinstance(runtime, list) else runtime_findings(runtime, policies)
     for obj in result.objects:
         if obj.get("kind") == "JobSet":
             found += [v.diagnostic() for v in policies.check("JobSet", obj, tj)]

@@ -10,7 +10,10 @@ the TrainJob informer ignores changes to a TrainJob's status alone, which are th
 controller's own status patches. An informer can watch only the objects a label selector
 picks, and keep only their metadata (`slim`): the ConfigMap and Secret informers, which only
 say which TrainJob to reconcile, do both, so that no Secret's data and no other ConfigMap of
-the cluster is held in memory.
+the cluster is held in memory. Another `keep` function can cut objects down to the fields the
+controller reads (the JobSet informer keeps a JobSet's identity, `spec.suspend` and status).
+No store keeps `metadata.managedFields`, which nothing reads and which is often the largest
+part of an object.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ Obj = dict[str, Any]
 Key = tuple[str, str]
 Handler = Callable[[str, Obj], None]
 Changed = Callable[[Obj, Obj], bool]
+Keep = Callable[[Obj], Obj]
 LOG = logging.getLogger("tjc.controller")
 
 
@@ -40,9 +44,10 @@ class Informer:
 
     def __init__(self, kube: Kube, res: Resource, namespace: str | None,
                  handler: Handler, *, selector: str | None = None, slim: bool = False,
-                 relevant: Changed | None = None) -> None:
+                 relevant: Changed | None = None, keep: Keep | None = None) -> None:
         self.kube, self.res, self.namespace, self.handler = kube, res, namespace, handler
         self.selector, self.slim, self.relevant = selector, slim, relevant
+        self.keep = keep
         self._store: dict[Key, Obj] = {}
         self._lock = threading.Lock()
         self.synced = threading.Event()
@@ -129,7 +134,23 @@ class Informer:
         return {"selector": self.selector} if self.selector else {}
 
     def _kept(self, obj: Obj) -> Obj:
-        """What the store keeps of an object: all of it, or (slim) its identity."""
+        """What the store keeps of an object: all of it, its identity (slim), or what `keep`
+        gives; never its managedFields."""
+        meta = obj.get("metadata")
+        if isinstance(meta, dict) and "managedFields" in meta:
+            obj = {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
+        if self.keep is not None:
+            return self.keep(obj)
         if not self.slim:
             return obj
         return {k: obj[k] for k in ("apiVersion", "kind", "metadata") if k in obj}
+
+
+def jobset_fields(obj: Obj) -> Obj:
+    """What the controller reads of a JobSet: its identity and owner (metadata), whether it
+    is suspended, and its status; not the pod templates."""
+    kept: Obj = {k: obj[k] for k in ("apiVersion", "kind", "metadata", "status") if k in obj}
+    spec = obj.get("spec")
+    if isinstance(spec, dict) and "suspend" in spec:
+        kept["spec"] = {"suspend": spec["suspend"]}
+    return kept

@@ -1,18 +1,25 @@
-"""The controller's access to the API server: plain-dict objects over the `kubernetes` client.
+"""The controller's access to the API server: plain-dict objects over a REST client.
 
-Every call is one REST request through `kubernetes.client.ApiClient` (its configuration,
-authentication and TLS): GET, LIST, WATCH (a stream of events, `Gone` on 410), server-side
-apply with one field manager, JSON merge patch of the status subresource, DELETE, and the
-create/update a Lease needs. Objects stay JSON dicts, as the compiler takes and gives them.
+Every call is one REST request through `rest.RestClient` (certificate and token credentials)
+or, for other kubeconfigs, `kubernetes.client.ApiClient`: GET, LIST, WATCH (a stream of
+events, `Gone` on 410), server-side apply with one field manager, JSON merge patch of the
+status subresource, DELETE, and the create/update a Lease needs. Objects stay JSON dicts, as
+the compiler takes and gives them.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import ssl
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
+
+import yaml
 
 Obj = dict[str, Any]
 FIELD_MANAGER = "trainer"
@@ -95,7 +102,6 @@ class Kube:
               query: list[tuple[str, str]] | None = None,
               content_type: str = "application/json", stream: bool = False,
               timeout: float | None = None) -> Any:
-        from kubernetes.client.exceptions import ApiException
         from urllib3.exceptions import HTTPError
 
         try:
@@ -104,13 +110,19 @@ class Kube:
                 header_params={"Content-Type": content_type, "Accept": "application/json"},
                 body=body, auth_settings=["BearerToken"], _preload_content=False,
                 _return_http_data_only=True, _request_timeout=timeout or self.timeout)
-        except ApiException as exc:
-            raise _api_error(exc) from None
         except (HTTPError, OSError) as exc:  # no answer at all (the API server is away)
             raise ApiError(0, "Unavailable", f"{type(exc).__name__}: {exc}") from None
+        except Exception as exc:
+            if _status_error(exc):
+                raise _api_error(exc) from None
+            raise
         if stream:
             return response
-        return json.loads(response.data) if response.data else None
+        try:
+            data = response.data
+        finally:
+            response.release_conn()
+        return json.loads(data) if data else None
 
     def get(self, res: Resource, namespace: str | None, name: str) -> Obj | None:
         """The object, or None when it does not exist."""
@@ -154,9 +166,9 @@ class Kube:
         try:
             buffer = b""
             for chunk in response.stream(65536):
-                buffer += chunk
-                while b"\n" in buffer:
-                    line, buffer = buffer.split(b"\n", 1)
+                lines = (buffer + chunk).split(b"\n")
+                buffer = lines.pop()  # the start of a line still to come
+                for line in lines:
                     if line.strip():
                         yield _event(json.loads(line), res)
         finally:
@@ -215,6 +227,17 @@ def _event(raw: Obj, res: Resource) -> tuple[str, Obj]:
     return kind, obj
 
 
+def _status_error(exc: Exception) -> bool:
+    """Whether the client raised an error status: `rest.HTTPStatusError`, or the kubernetes
+    client's `ApiException` (only imported where that client is in use)."""
+    from compiler.controller.rest import HTTPStatusError
+
+    if isinstance(exc, HTTPStatusError):
+        return True
+    module = sys.modules.get("kubernetes.client.exceptions")
+    return module is not None and isinstance(exc, module.ApiException)
+
+
 def _api_error(exc: Any) -> ApiError:
     status = int(getattr(exc, "status", 0) or 0)
     try:
@@ -227,7 +250,25 @@ def _api_error(exc: Any) -> ApiError:
 
 
 def client_from_kubeconfig(path: str | None) -> Any:
-    """An ApiClient from a kubeconfig file (or the default one, or in-cluster config)."""
+    """A client from a kubeconfig file (or in-cluster config, or $KUBECONFIG, or
+    ~/.kube/config): `rest.RestClient` for certificate and token credentials, else a
+    `kubernetes.client.ApiClient`."""
+    from compiler.controller import rest
+
+    if not path:
+        found = rest.in_cluster()
+        if found is not None:
+            return found
+    file = path or os.environ.get("KUBECONFIG") or "~/.kube/config"
+    if os.pathsep not in file:
+        try:
+            return rest.from_kubeconfig(Path(file).expanduser())
+        except (rest.Unsupported, OSError, ValueError, yaml.YAMLError, ssl.SSLError):
+            pass  # the kubernetes client reads it, and says what is wrong with it
+    return _kubernetes_client(path)
+
+
+def _kubernetes_client(path: str | None) -> Any:
     from kubernetes import client, config
 
     if path:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from compiler.controller.informer import Informer, key_of
+from compiler.controller.informer import Informer, jobset_fields, key_of
 from compiler.controller.kube import (
     CONFIGMAP,
     COSCHEDULING_PODGROUP,
@@ -100,11 +100,12 @@ class Controller:
         ns = options.namespace
         self.trainjobs = Informer(kube, TRAINJOB, ns, lambda _, o: self.queue.add(key_of(o)),
                                   relevant=beyond_status)
-        self.owned = [Informer(kube, JOBSET, ns, self._owned), *(
+        self.owned = [Informer(kube, JOBSET, ns, self._owned, keep=jobset_fields), *(
             Informer(kube, res, ns, self._owned, selector=OWNED_LABEL, slim=True)
             for res in (CONFIGMAP, SECRET))]
         self.reconciler = Reconciler(kube, self.trainjobs, self.owned[0], sshkeys.generated(),
-                                     self._event, policies=options.policies)
+                                     self._event, policies=options.policies,
+                                     configmaps=self.owned[1])
         self.identity = f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
 
     def _served(self, res: Resource) -> bool:

@@ -73,6 +73,35 @@ def write_all(kube: Kube, jobsets: Store, trainjob: Obj, objects: list[Obj],
     return written
 
 
+def all_kept(kube: Kube, jobsets: Store, trainjob: Obj,
+             identities: tuple[tuple[str, str, str, str], ...]) -> bool:
+    """Whether every object an earlier compile wrote (apiVersion, kind, namespace, name)
+    exists, is this TrainJob's own and would be kept as it is: then nothing needs compiling or
+    writing. `Refused` when one is not the TrainJob's own. Kinds that are always applied again
+    (the MPI hostfile) make it False before anything is looked up."""
+    if not identities or any(kind not in _KEEPABLE for _, kind, _, _ in identities):
+        return False
+    found = [_existing(kube, jobsets, {"apiVersion": api, "kind": kind,
+                                       "metadata": {"namespace": ns, "name": name}})
+             for api, kind, ns, name in identities]
+    _refuse_foreign(found, trainjob)
+    return all(_keep(trainjob, {"kind": kind}, obj)
+               for (_, kind, _, _), obj in zip(identities, found, strict=True))
+
+
+_KEEPABLE = ("JobSet", "Secret", "PodGroup")
+
+
+def _existing(kube: Kube, jobsets: Store, obj: Obj) -> Obj | None:
+    """`current`, asking the API server for a JobSet the store has not seen yet (one GET,
+    where compiling and failing to create it would take a compile and two requests)."""
+    found = current(kube, jobsets, obj)
+    if found is None and obj.get("kind") == "JobSet":
+        meta = obj["metadata"]
+        found = kube.get(resource_of(obj), meta["namespace"], meta["name"])
+    return found
+
+
 def _refuse_foreign(found: list[Obj | None], trainjob: Obj) -> None:
     foreign = [o for o in found if o is not None and
                not ownership.controlled_by(o, uid_of(trainjob))]

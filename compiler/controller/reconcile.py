@@ -8,7 +8,9 @@ JobSet this TrainJob controls → active deadline → status patch when changed.
 compiler or a policy refuses, or one the cluster could never run (`limits`), gets a Failed
 condition with the diagnostics instead of a retry loop; one whose snapshot was altered, or whose
 names are taken by objects it does not own (`ownership`), gets a `Refused` condition and is
-looked at again later. Errors become a Warning event and a retry with backoff.
+looked at again later. Errors become a Warning event and a retry with backoff. What a
+reconcile verified (the snapshot, a compile that passed) is remembered (`memo`): a TrainJob
+whose objects are all there and kept is not compiled again for a change of its JobSet's status.
 """
 
 from __future__ import annotations
@@ -21,9 +23,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from compiler.compile import compile_trainjob
+from compiler.compile import compile_trainjob, prepare_runtime
 from compiler.context import CompileOptions, SSHKeySource
-from compiler.controller import admission, limits, objects, ownership, snapshot, sshsecret
+from compiler.controller import admission, limits, memo, objects, ownership, snapshot, sshsecret
 from compiler.controller import status as st
 from compiler.controller.informer import Informer
 from compiler.controller.kube import (
@@ -34,6 +36,7 @@ from compiler.controller.kube import (
 )
 
 if TYPE_CHECKING:
+    from compiler.diagnostics import Diagnostic
     from compiler.policy.engine import PolicySet
 
 LOG = logging.getLogger("tjc.controller")
@@ -63,16 +66,20 @@ class Reconciler:
     def __init__(self, kube: Kube, trainjobs: Informer, jobsets: Informer,
                  ssh_keys: SSHKeySource, events: Callable[[Obj, str, str], None],
                  clock: Callable[[], float] = time.time,
-                 policies: PolicySet | None = None) -> None:
+                 policies: PolicySet | None = None,
+                 configmaps: objects.Store | None = None) -> None:
         self.kube, self.trainjobs, self.jobsets = kube, trainjobs, jobsets
         self.ssh_keys, self.events, self.clock = ssh_keys, events, clock
-        self.policies = policies
+        self.policies, self.configmaps = policies, configmaps
+        self.memo = memo.Memo()
 
     def reconcile(self, key: Key) -> Result:
         """One pass over one TrainJob; raises ReconcileError/ApiError to be retried."""
         trainjob = self.trainjobs.get(*key)
         if trainjob is None:
+            self.memo.forget(key)
             return Result()
+        trainjob = self.memo.latest(key, trainjob)
         if (trainjob.get("spec") or {}).get("managedBy") not in (None, MANAGED_BY):
             return Result()
         now = self.clock()
@@ -81,7 +88,9 @@ class Reconciler:
         failure: Exception | None = None
         jobset: Obj | None = None
         requeue: float | None = None
-        if not st.finished(trainjob):
+        if st.finished(trainjob):
+            self.memo.forget(key, gone=False)
+        else:
             try:
                 jobset = self._apply_objects(trainjob, status, now)
                 ownership.clear(status, now)
@@ -95,7 +104,8 @@ class Reconciler:
         deadline = self._deadline(trainjob, status, now, jobset)
         requeue = deadline if requeue is None else min(requeue, deadline or requeue)
         if status != before:
-            self.kube.patch_status(TRAINJOB, key[0], key[1], _status_patch(trainjob, status))
+            self.memo.remember_patch(key, trainjob, self.kube.patch_status(
+                TRAINJOB, key[0], key[1], _status_patch(trainjob, status)))
         if failure is not None:
             raise ReconcileError(reason_of(failure)) from failure
         return Result(requeue)
@@ -107,15 +117,22 @@ class Reconciler:
                                       "reason": "TrainingRuntimeNotSupported",
                                       "message": f"unsupported runtime: {key}"}, now)
             return None
-        runtime, digest = snapshot.resolve(self.kube, trainjob)
+        runtime, digest = self._runtime(trainjob)
         snapshot.record(status, trainjob, digest, now)
         mpi = ((runtime.get("spec") or {}).get("mlPolicy") or {}).get("mpi") is not None
         keys = self.ssh_keys if mpi and sshsecret.check(self.kube, trainjob) is None else None
         # The status is the controller's own (written through the status subresource, which
         # the API server's create and update ignore): admission looks at what the user wrote.
         spec_only = {k: v for k, v in trainjob.items() if k != "status"}
-        result = compile_trainjob(spec_only, runtime, options=CompileOptions(ssh_keys=keys))
-        errors = admission.refusals(result, spec_only, runtime, self.policies)
+        content = memo.content_key(spec_only, digest, keys is not None)
+        passed = self.memo.verdict(_key(trainjob), content)
+        if passed is not None and \
+                objects.all_kept(self.kube, self.jobsets, trainjob, passed.objects):
+            return None  # built from this very input, and everything is kept as it is
+        prepared = self.memo.derived("prepared", digest, lambda: prepare_runtime(runtime))
+        result = compile_trainjob(spec_only, prepared, options=CompileOptions(ssh_keys=keys))
+        errors = admission.refusals(result, spec_only, self._runtime_findings(runtime, digest),
+                                    self.policies)
         if errors:
             st.set_condition(status, {"type": "Failed", "status": "True",
                                       "reason": INVALID_REASON,
@@ -132,7 +149,34 @@ class Reconciler:
         finally:  # a Secret made before a later write failed is still recorded as ours
             if "Secret" in written:
                 sshsecret.record(status, written["Secret"], now)
+        self.memo.remember_verdict(_key(trainjob), content, list(result.objects))
         return written.get("JobSet")
+
+    def _runtime_findings(self, runtime: Obj, digest: str) -> list[Diagnostic]:
+        policies = self.policies
+        if policies is None:
+            return []
+        return self.memo.derived("policies", digest,
+                                 lambda: admission.runtime_findings(runtime, policies))
+
+    def _runtime(self, trainjob: Obj) -> tuple[Obj, str]:
+        """The runtime and the snapshot's digest: remembered while the informer's copy of the
+        snapshot is the very one verified (and the status records no other digest), else
+        `snapshot.resolve`."""
+        meta, key = trainjob["metadata"], _key(trainjob)
+        uid = str(meta.get("uid") or "")
+        if self.configmaps is not None:
+            seen = self.configmaps.get(meta["namespace"], snapshot.name_of(trainjob))
+            known = self.memo.snapshot(key, uid, seen)
+            runtime = self.memo.runtime(known.digest) if known is not None else None
+            if known is not None and runtime is not None and \
+                    snapshot.recorded(trainjob) in (None, known.digest):
+                snapshot.check_identity(trainjob, runtime, snapshot.wrap_of(trainjob))
+                return runtime, known.digest
+        runtime, digest, configmap = snapshot.resolve(self.kube, trainjob)
+        self.memo.remember_snapshot(key, uid, configmap, digest)
+        self.memo.runtime(digest, (configmap.get("data") or {}).get("runtime"))
+        return runtime, digest
 
     def _refuse(self, trainjob: Obj, before: Obj, status: Obj, refusal: ownership.Refused,
                 now: float) -> float:
@@ -178,6 +222,11 @@ class Reconciler:
                 self.kube.delete(JOBSET, meta["namespace"], meta["name"],
                                  uid=owned["metadata"].get("uid"))
         return None
+
+
+def _key(trainjob: Obj) -> Key:
+    meta = trainjob["metadata"]
+    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
 
 
 def runtime_key(trainjob: Obj) -> str:

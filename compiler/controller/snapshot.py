@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
 from typing import Any
 
 import yaml
@@ -59,8 +60,7 @@ def read(kube: Kube, trainjob: Obj, found: Obj | None = None) -> Obj | None:
         found = kube.get(CONFIGMAP, meta["namespace"], name_of(trainjob))
     if found is None:
         return None
-    wrap = "unable to get runtime snapshot" if _kind(trainjob) == "TrainingRuntime" \
-        else "getting runtime snapshot"
+    wrap = wrap_of(trainjob)
     owner = next((o for o in (found.get("metadata") or {}).get("ownerReferences") or []
                   if o.get("controller")), None)
     if owner is None or owner.get("uid") != meta.get("uid"):
@@ -78,11 +78,18 @@ def read(kube: Kube, trainjob: Obj, found: Obj | None = None) -> Obj | None:
     if not isinstance(runtime, dict):
         raise SnapshotError(f"{wrap}: invalid runtime snapshot: unable to unmarshal the "
                             "snapshot: not an object")
-    _check_identity(trainjob, runtime, wrap)
+    check_identity(trainjob, runtime, wrap)
     return runtime
 
 
-def _check_identity(trainjob: Obj, runtime: Obj, wrap: str) -> None:
+def wrap_of(trainjob: Obj) -> str:
+    """How upstream starts its snapshot errors, by the runtime's kind."""
+    return "unable to get runtime snapshot" if _kind(trainjob) == "TrainingRuntime" \
+        else "getting runtime snapshot"
+
+
+def check_identity(trainjob: Obj, runtime: Obj, wrap: str) -> None:
+    """SnapshotError unless the snapshot holds the runtime the TrainJob refers to."""
     ref = _ref(trainjob)
     name = str((runtime.get("metadata") or {}).get("name", ""))
     group = str(runtime.get("apiVersion", "")).split("/")[0]
@@ -120,13 +127,30 @@ def live(kube: Kube, trainjob: Obj) -> Obj:
 
 
 def body(runtime: Obj) -> str:
-    """The snapshot's `runtime` value: the runtime's identity and spec as YAML."""
+    """The snapshot's `runtime` value: the runtime's identity and spec as YAML (written once
+    per runtime version: the API server gives every change a new resourceVersion)."""
     meta = runtime.get("metadata") or {}
+    version = (runtime.get("apiVersion"), runtime.get("kind"), meta.get("namespace"),
+               meta.get("name"), meta.get("uid"), meta.get("resourceVersion"))
+    with _BODIES_LOCK:
+        text = _BODIES.get(version) if version[-1] and version[-2] else None
+    if text is not None:
+        return text
     kept = {k: meta[k] for k in ("name", "namespace", "labels", "annotations", "uid",
                                  "resourceVersion", "generation") if k in meta}
-    return yaml.safe_dump({"apiVersion": runtime.get("apiVersion"), "kind": runtime.get("kind"),
+    text = yaml.safe_dump({"apiVersion": runtime.get("apiVersion"), "kind": runtime.get("kind"),
                            "metadata": kept, "spec": runtime.get("spec") or {}},
                           sort_keys=True)
+    if version[-1] and version[-2]:
+        with _BODIES_LOCK:
+            _BODIES[version] = text
+            while len(_BODIES) > 64:
+                del _BODIES[next(iter(_BODIES))]
+    return text
+
+
+_BODIES: dict[tuple[Any, ...], str] = {}
+_BODIES_LOCK = threading.Lock()
 
 
 def configmap(trainjob: Obj, text: str) -> Obj:
@@ -158,10 +182,10 @@ def record(status: Obj, trainjob: Obj, value: str, now: float) -> None:
                               "message": f"ConfigMap {name_of(trainjob)} holds {value}"}, now)
 
 
-def resolve(kube: Kube, trainjob: Obj) -> tuple[Obj, str]:
-    """The runtime to compile with and the snapshot's digest: the verified snapshot, else the
-    live runtime (then snapshotted). `Refused` when the snapshot is not the TrainJob's own or
-    does not match the recorded digest."""
+def resolve(kube: Kube, trainjob: Obj) -> tuple[Obj, str, Obj]:
+    """The runtime to compile with, the snapshot's digest and the snapshot ConfigMap (as read,
+    or as written): the verified snapshot, else the live runtime (then snapshotted). `Refused`
+    when the snapshot is not the TrainJob's own or does not match the recorded digest."""
     meta = trainjob["metadata"]
     found = kube.get(CONFIGMAP, meta["namespace"], name_of(trainjob))
     if found is not None and not ownership.controlled_by(found, str(meta.get("uid", ""))):
@@ -177,8 +201,8 @@ def resolve(kube: Kube, trainjob: Obj) -> tuple[Obj, str]:
                 f"ConfigMap {meta['namespace']}/{name_of(trainjob)} was deleted after the "
                 f"controller took it, and the runtime has changed since (now {digest(text)}, "
                 f"recorded {want}); no JobSet is built: re-create the TrainJob"))
-        ownership.write(kube, configmap(trainjob, text), found)
-        return runtime, digest(text)
+        written = ownership.write(kube, configmap(trainjob, text), found)
+        return runtime, digest(text), written
     got = digest((found.get("data") or {}).get("runtime"))
     if got != want:
         raise ownership.Refused(ALTERED, (
@@ -187,4 +211,4 @@ def resolve(kube: Kube, trainjob: Obj) -> tuple[Obj, str]:
             "is built from it: re-create the TrainJob"))
     parsed = read(kube, trainjob, found)
     assert parsed is not None
-    return parsed, got
+    return parsed, got, found
