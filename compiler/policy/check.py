@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any
 from compiler.compile import PreparedRuntime
 from compiler.data import get_path
 from compiler.diagnostics import Diagnostic, Location, ObjectRef
-from compiler.explain import Explainer
 from compiler.loader import Document, Source
 from compiler.policy.engine import PolicySet, Violation
 from compiler.validation import object_ref
 
 if TYPE_CHECKING:
+    from compiler.explain import Explainer
     from compiler.policy.worker import Worker
 
 Obj = dict[str, Any]
@@ -75,7 +75,10 @@ class PolicyChecker:
                 out.append(_with(f.violation, runtime.locate(inner), object_ref(runtime.data),
                                  inner))
                 continue
-            explainer = explainer or Explainer(tj, runtime, prepared)
+            if explainer is None:
+                from compiler.explain import Explainer  # only a traced finding needs it
+
+                explainer = Explainer(tj, runtime, prepared)
             jobset = next((o for o in explainer.result.objects if o.get("kind") == "JobSet"), {})
             out.append(_with(f.violation, _traced(f.violation.path, jobset, explainer, tj),
                              object_ref(tj.data)))
