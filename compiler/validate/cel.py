@@ -24,7 +24,8 @@ TrainingRuntime, ClusterTrainingRuntime or JobSet; `schemas/<kind>.json`) at eve
 Documents come sanitized and defaulted (`compiler.structural.sanitize`,
 `compiler.defaults.default_in_place`). The CEL runtime is Google's cel-cpp through
 `cel-expr-python` (RE2 regular expressions, standard CEL); it is imported on first use, each
-rule is compiled once per process, and each kind's schema is read once, lazily. For speed a
+rule is compiled once per process (and kept compiled between runs, `celstore`), and each
+kind's schema is read once, lazily. For speed a
 rule that reads `self` only as `self.<name>...` gets just those properties, and results on
 scalar values are memoised (both give the same answers as the plain evaluation). Not covered:
 the cost budget, `format` conversions of strings (date-time, duration) and the Kubernetes CEL
@@ -35,6 +36,7 @@ Called by the validate pipeline (`tjc validate`, and `tjc render` before it comp
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import re
@@ -46,6 +48,7 @@ from typing import Any
 from compiler.defaults import KIND_KEYS
 from compiler.diagnostics import Diagnostic, Severity
 from compiler.diagnostics import Path as FieldPath
+from compiler.validate.celstore import ProgramStore, library_stamp
 
 SUBJECT = "document"
 GENERIC_ID = "TJC-CEL"
@@ -149,7 +152,8 @@ class _Program:
 _PLANS: dict[str, _Node | str] = {}  # a kind's plan, or why its schema cannot be read
 _PROGRAMS: dict[tuple[str, bool], _Program] = {}
 _UNORDERED: dict[int, bool] = {}
-_RUNTIME: list[Any] = []  # [cel module, env] once loaded
+_RUNTIME: list[Any] = []  # [cel module, env, program store] once loaded
+_ENVIRONMENT = "self oldSelf __old: dyn; __hasOld: bool; extensions: optional, bindings"
 _MEMO: dict[tuple[Any, ...], tuple[Any, str]] = {}  # results of rules on scalar values
 
 
@@ -164,6 +168,8 @@ def validate(kind: str, doc: dict[str, Any], old: dict[str, Any] | None = None
     run = _Run()
     has_old = isinstance(old, dict)
     _walk(run, plan, doc, old if has_old else None, has_old, ())
+    if _RUNTIME:
+        _RUNTIME[2].save()
     return run.out
 
 
@@ -466,7 +472,7 @@ def _runtime() -> tuple[Any, Any]:
             variables={"self": dyn, "oldSelf": dyn, "__old": dyn, "__hasOld": cel.Type.BOOL},
             extensions=[optional.ExtOptional(), bindings.ExtBindings()],
         )
-        _RUNTIME.extend((cel, env))
+        _RUNTIME.extend((cel, env, ProgramStore(_ENVIRONMENT, library_stamp(cel))))
     return _RUNTIME[0], _RUNTIME[1]
 
 
@@ -484,7 +490,17 @@ def _compile(text: str, optional_old: bool) -> _Program:
                   f"({text}))")
     try:
         _, env = _runtime()
-        return _Program(program=env.compile(source))
+        store: ProgramStore = _RUNTIME[2]
+        blob = store.get((text, optional_old))
+        if blob is not None:
+            try:
+                return _Program(program=env.deserialize(blob))
+            except Exception:  # an entry cel-cpp does not take: compile it again
+                pass
+        program = env.compile(source)
+        with contextlib.suppress(Exception):  # not kept, then; the program is fine
+            store.put((text, optional_old), program.serialize())
+        return _Program(program=program)
     except ImportError:
         return _Program(problem="the CEL runtime cel-expr-python is not installed")
     except Exception as exc:  # any compile error is reported
