@@ -101,3 +101,31 @@ class _Env:
 
     def deserialize(self, blob: bytes) -> object:
         return self._env.deserialize(blob)  # type: ignore[attr-defined]
+
+
+def test_builtin_runtimes_from_the_cache_are_the_parsed_ones(
+        cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from compiler import builtin
+
+    def fresh() -> list[tuple[object, ...]]:
+        builtin.builtin_runtimes.cache_clear()
+        return [(d.data, d.index, d.base, d.source.name, d.source.text, d.locate(("spec",)))
+                for d in builtin.builtin_runtimes()]
+
+    try:
+        parsed = fresh()  # parses, and stores the entry
+        entry = next((cache_dir / builtin.CACHE_AREA).iterdir())
+        monkeypatch.setattr(builtin, "_parse", _must_not_parse)
+        assert fresh() == parsed
+        raw = bytearray(entry.read_bytes())
+        raw[-1] ^= 1
+        entry.write_bytes(bytes(raw))  # corrupt: parsed again
+        monkeypatch.undo()
+        monkeypatch.setenv(diskcache.CACHE_ENV, str(cache_dir))
+        assert fresh() == parsed
+    finally:
+        builtin.builtin_runtimes.cache_clear()
+
+
+def _must_not_parse(source: object) -> list[object]:
+    raise AssertionError("parsed although the cache holds the runtimes")
