@@ -60,8 +60,7 @@ def test_cel_programs_stored_and_reused(cache_dir: Path,
     _fresh_cel(monkeypatch)
     first = cel.validate("TrainJob", BAD_NAME)
     assert [d.rule for d in first] == ["TJC-CEL-NAME-FORMAT"]
-    entries = list((cache_dir / celstore.AREA).iterdir())
-    assert len(entries) == 1
+    assert (cache_dir / celstore.AREA / cel._RUNTIME[2].name).is_file()
     _fresh_cel(monkeypatch)
     compiled: list[str] = []
     env_compile = cel._runtime()[1].compile
@@ -81,7 +80,7 @@ def test_cel_corrupt_entry_compiles_again(cache_dir: Path,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
     _fresh_cel(monkeypatch)
     first = cel.validate("TrainJob", BAD_NAME)
-    entry = next((cache_dir / celstore.AREA).iterdir())
+    entry = cache_dir / celstore.AREA / cel._RUNTIME[2].name
     programs = marshal.loads(entry.read_bytes()[32:])
     diskcache.write(celstore.AREA, entry.name,
                     marshal.dumps({k: b"garbage" for k in programs}))  # a valid checksum
@@ -129,3 +128,20 @@ def test_builtin_runtimes_from_the_cache_are_the_parsed_ones(
 
 def _must_not_parse(source: object) -> list[object]:
     raise AssertionError("parsed although the cache holds the runtimes")
+
+
+def test_cel_plans_from_the_cache_are_the_built_ones(cache_dir: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cel, "_PLANS", {})
+    built = cel._plan("ClusterTrainingRuntime")
+    assert isinstance(built, cel._Node)
+    monkeypatch.setattr(cel, "_PLANS", {})
+    monkeypatch.setattr(cel, "_build", _must_not_build)
+    stored = cel._plan("ClusterTrainingRuntime")
+    assert isinstance(stored, cel._Node) and stored is not built
+    assert cel._encode_plan(stored) == cel._encode_plan(built)
+    assert stored.rules == built.rules and stored.root
+
+
+def _must_not_build(schema: object) -> None:
+    raise AssertionError("built although the cache holds the plan")

@@ -48,6 +48,7 @@ from typing import Any
 from compiler.defaults import KIND_KEYS
 from compiler.diagnostics import Diagnostic, Severity
 from compiler.diagnostics import Path as FieldPath
+from compiler.validate import celstore
 from compiler.validate.celstore import ProgramStore, library_stamp
 
 SUBJECT = "document"
@@ -188,14 +189,43 @@ def _plan(kind: str) -> _Node | str:
 def _load_plan(key: str) -> _Node | str:
     path = Path(__file__).parent.parent / "schemas" / f"{key}.json"
     try:
-        schema = json.loads(path.read_text(encoding="utf-8"))
+        source = path.read_bytes()
+        stored = celstore.read_plan(key, source)
+        if stored is not None:
+            with contextlib.suppress(TypeError, ValueError, AttributeError):
+                return _decode_plan(stored)
+        schema = json.loads(source.decode("utf-8"))
     except (OSError, ValueError) as exc:
         return f"the CRD schema {path.name} cannot be read ({exc}); CEL rules are not checked"
     node = _build(schema) if isinstance(schema, dict) else None
     if node is None:
         return _Node(schema={}, root=True)
     node.root = True
+    celstore.write_plan(key, source, _encode_plan(node))
     return node
+
+
+def _encode_plan(node: _Node) -> tuple[Any, ...]:
+    """A plan as plain data for the start-up cache (`celstore`)."""
+    return (node.schema, tuple((r.rule, r.rule_id, r.message, r.message_expression,
+                                r.field_path, r.reason, r.transition, r.optional_old, r.fields)
+                               for r in node.rules),
+            {name: _encode_plan(child) for name, child in node.props.items()},
+            None if node.items is None else _encode_plan(node.items),
+            None if node.extra is None else _encode_plan(node.extra),
+            node.root, node.without_old)
+
+
+def _decode_plan(data: Any) -> _Node:
+    """The plan `_encode_plan` stored (raises TypeError or ValueError on another shape)."""
+    schema, rules, props, items, extra, root, without_old = data
+    if not isinstance(schema, dict) or not isinstance(props, dict):
+        raise TypeError("not a stored plan")
+    return _Node(schema=schema, rules=tuple(_Rule(*rule) for rule in rules),
+                 props={str(name): _decode_plan(child) for name, child in props.items()},
+                 items=None if items is None else _decode_plan(items),
+                 extra=None if extra is None else _decode_plan(extra),
+                 root=bool(root), without_old=bool(without_old))
 
 
 def _build(schema: dict[str, Any]) -> _Node | None:

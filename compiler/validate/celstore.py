@@ -2,9 +2,11 @@
 
 Compiling a rule with cel-cpp costs about a millisecond; reading back its serialized checked
 expression costs a few microseconds, and a one-file `tjc validate` compiles several rules.
-The entry is named by the CEL environment's description and the identity of the CEL runtime
-library installed (a changed runtime or environment gets a new entry) and holds, per rule
-text and `optionalOldSelf`, the bytes of `Expression.serialize()`. A rule that does not
+Each CRD schema's rule plan (the schema pruned to the paths that lead to rules, which takes a
+walk of the whole schema to find) is kept the same way, named by the schema file's bytes.
+The programs' entry is named by the CEL environment's description and the identity of the
+CEL runtime library installed (a changed runtime or environment gets a new entry) and holds,
+per rule text and `optionalOldSelf`, the bytes of `Expression.serialize()`. A rule that does not
 compile is never stored (its problem is reported from a fresh compile every run). Called by
 `compiler.validate.cel` only.
 """
@@ -19,6 +21,24 @@ from compiler import diskcache
 
 AREA = "cel"
 Key = tuple[str, bool]
+
+
+def read_plan(key: str, source: bytes) -> Any:
+    """The stored rule plan of a CRD schema (`key`, with its file's bytes), or None."""
+    raw = diskcache.read(AREA, diskcache.key("plan", key, source))
+    try:
+        return marshal.loads(raw) if raw is not None else None
+    except (EOFError, ValueError, TypeError):
+        return None
+
+
+def write_plan(key: str, source: bytes, plan: Any) -> None:
+    """Keep a CRD schema's rule plan (plain data) for the next run."""
+    try:
+        blob = marshal.dumps(plan)
+    except ValueError:  # not plain data: not kept
+        return
+    diskcache.write(AREA, diskcache.key("plan", key, source), blob)
 
 
 def library_stamp(module: Any) -> str:
