@@ -33,7 +33,12 @@ def folder(area: str) -> Path | None:
         return None
     if configured:
         return Path(configured) / area
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    base = os.environ.get("XDG_CACHE_HOME")
+    if not base:
+        try:
+            base = str(Path.home() / ".cache")
+        except RuntimeError:  # no home folder to be found: no cache
+            return None
     return Path(base) / "trainjob-compiler" / __version__ / area
 
 

@@ -145,3 +145,16 @@ def test_cel_plans_from_the_cache_are_the_built_ones(cache_dir: Path,
 
 def _must_not_build(schema: object) -> None:
     raise AssertionError("built although the cache holds the plan")
+
+
+def test_no_home_folder_means_no_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(diskcache.CACHE_ENV, raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+
+    def no_home() -> Path:
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.setattr(Path, "home", staticmethod(no_home))
+    assert diskcache.folder("cel") is None
+    assert diskcache.read("cel", "x") is None
+    diskcache.write("cel", "x", b"y")  # silently nothing
