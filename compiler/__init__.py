@@ -15,7 +15,6 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from compiler.errors import CompileError, InputError, PluginGraphError, TjcError
 from compiler.version import __version__
 
 if TYPE_CHECKING:
@@ -23,9 +22,14 @@ if TYPE_CHECKING:
     from compiler.compile import CompileResult, PreparedRuntime, compile_trainjob, prepare_runtime
     from compiler.context import CompileOptions, SSHKeyPair
     from compiler.diagnostics import Diagnostic, Location, ObjectRef, Severity
+    from compiler.errors import CompileError, InputError, PluginGraphError, TjcError
     from compiler.validation import validate_documents
 
 _LAZY = {
+    "CompileError": "compiler.errors",
+    "InputError": "compiler.errors",
+    "PluginGraphError": "compiler.errors",
+    "TjcError": "compiler.errors",
     "admit": "compiler.admission",
     "CompileResult": "compiler.compile",
     "PreparedRuntime": "compiler.compile",
@@ -69,3 +73,8 @@ def __getattr__(name: str) -> object:
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    """The public names too, before they are first used."""
+    return sorted({*globals(), *__all__})

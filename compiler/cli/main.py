@@ -14,9 +14,6 @@ from collections.abc import Sequence
 
 from compiler import __version__
 from compiler.cli import pipes
-from compiler.cli.policy_opts import PolicySetupError
-from compiler.diagnostics import one_line
-from compiler.errors import InputError
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
 GC_THRESHOLD = 20_000  # allocations between young collections (CPython's default: 700)
@@ -81,6 +78,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    # Imported here, after `entry` has set the collector's thresholds (start-up).
+    from compiler.cli.policy_opts import PolicySetupError
+    from compiler.diagnostics import one_line
+    from compiler.errors import InputError
+
     try:
         code: int = args.func(args)
     except PolicySetupError as exc:
