@@ -107,7 +107,7 @@ def entry() -> None:
     once more at interpreter exit. Collections are made rarer (young objects still go within
     tens of thousands of allocations) and everything alive at the end is frozen, so the exit
     collection has nothing to walk."""
-    gc.set_threshold(GC_THRESHOLD, 20, 50)
+    gc.set_threshold(GC_THRESHOLD)  # older generations keep their defaults
     code = main()
     gc.freeze()
     sys.exit(code)
