@@ -16,7 +16,8 @@ and reports the median of the per-pair ratios:
 - memory: peak RSS of `tjc render` and `tjc validate` on 1,000, 10,000 and 100,000 TrainJobs
   in one stream (target: 100,000 within 1.5x of 1,000).
 
-Prints a table and the machine's load; `--json FILE` also writes the figures.
+Prints a table and the machine's load; `--json FILE` also writes the figures. `--only
+startup` (or policies, kubeconform, floor, memory; comma-separated) measures just those.
 """
 
 from __future__ import annotations
@@ -119,12 +120,14 @@ def memory(tmp: Path, sizes: list[int]) -> dict[str, Any]:
     return out
 
 
+GROUPS = ("policies", "kubeconform", "floor", "startup", "memory")
+
+
 def measure(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
-    """Every figure of the table."""
+    """Every figure of the table (of the groups in `args.only`)."""
     files = corpus.write_tree(tmp / "repo", args.n)
     tree = str(tmp / "repo")
     one = str(files[-1])
-    stream_text = "".join(corpus.stream(args.n))
     kc, schemas = kubeconform.binary(), kubeconform.write_schemas(tmp / "schemas")
     # An installed package has its bytecode; a checkout run with PYTHONDONTWRITEBYTECODE
     # would compile every module on every start.
@@ -133,19 +136,27 @@ def measure(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     validate, render = [*TJC, "validate", "-q", tree], [*TJC, "render", "-q", tree]
     off = "--no-default-policies"
     figures: dict[str, Any] = {"trainjobs": args.n, "files": len(files)}
-    command(validate)()  # warm the file cache and the pack cache
-    figures["validate_policies"] = paired(command(validate), command([*validate, off]),
-                                          args.pairs)
-    figures["render_policies"] = paired(command(render), command([*render, off]), args.pairs)
-    figures["validate_vs_kubeconform"] = paired(
-        command([*validate, off]), command(kubeconform.command(kc, schemas, tree)), args.pairs)
-    figures["render_vs_libyaml"] = paired(*in_process_render(stream_text), args.pairs)
-    start = command([*TJC, "validate", "-q", one])
-    figures["startup_vs_kubeconform"] = paired(
-        start, command(kubeconform.command(kc, schemas, one)), args.startup_pairs)
-    figures["startup_vs_python"] = paired(start, command([sys.executable, "-c", "pass"]),
-                                          args.startup_pairs)
-    figures["memory"] = memory(tmp, args.memory)
+    command(validate)()  # warm the file cache and the pack cache (and the start-up cache)
+    if "policies" in args.only:
+        figures["validate_policies"] = paired(command(validate), command([*validate, off]),
+                                              args.pairs)
+        figures["render_policies"] = paired(command(render), command([*render, off]),
+                                            args.pairs)
+    if "kubeconform" in args.only:
+        figures["validate_vs_kubeconform"] = paired(
+            command([*validate, off]), command(kubeconform.command(kc, schemas, tree)),
+            args.pairs)
+    if "floor" in args.only:
+        figures["render_vs_libyaml"] = paired(
+            *in_process_render("".join(corpus.stream(args.n))), args.pairs)
+    if "startup" in args.only:
+        start = command([*TJC, "validate", "-q", one])
+        figures["startup_vs_kubeconform"] = paired(
+            start, command(kubeconform.command(kc, schemas, one)), args.startup_pairs)
+        figures["startup_vs_python"] = paired(start, command([sys.executable, "-c", "pass"]),
+                                              args.startup_pairs)
+    if "memory" in args.only:
+        figures["memory"] = memory(tmp, args.memory)
     return figures
 
 
@@ -165,6 +176,8 @@ def table(figures: dict[str, Any]) -> str:
     """The figures as a Markdown table with the targets."""
     lines = ["| measure | figure | target | met |", "|---|---|---|---|"]
     for label, name, key, target in ROWS:
+        if name not in figures:
+            continue
         fig = figures[name]
         value = fig[key]
         spread = f" ({fig['min']:.2f} to {fig['max']:.2f})" if key == "ratio" else ""
@@ -173,7 +186,9 @@ def table(figures: dict[str, Any]) -> str:
                                           else f"<= {target * 1000:.0f} ms")
         met = "" if target is None else ("yes" if value <= target else "no")
         lines.append(f"| {label} | {shown} | {goal} | {met} |")
-    mem = figures["memory"]
+    mem = figures.get("memory")
+    if mem is None:
+        return "\n".join(lines)
     sizes = [k for k in mem if k != "ratio"]
     for verb in ("render", "validate"):
         per = ", ".join(f"{int(k):,}: {mem[k][verb]:.0f} MiB" for k in sizes)
@@ -183,12 +198,25 @@ def table(figures: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _groups(text: str) -> list[str]:
+    groups = [g.strip() for g in text.split(",") if g.strip()]
+    unknown = [g for g in groups if g not in GROUPS]
+    if unknown or not groups:
+        raise argparse.ArgumentTypeError(f"unknown group {', '.join(unknown) or text!r}; "
+                                         f"expected some of {', '.join(GROUPS)}")
+    return groups
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run every comparison and print the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-n", type=int, default=10_000, help="TrainJobs (default 10000)")
     parser.add_argument("--pairs", type=int, default=5, help="pairs per ratio (default 5)")
-    parser.add_argument("--startup-pairs", type=int, default=11)
+    parser.add_argument("--startup-pairs", type=int, default=11,
+                        help="pairs for the one-file start-up figures (default 11)")
+    parser.add_argument("--only", type=_groups, default=list(GROUPS),
+                        help=f"measure only these groups, comma-separated ({', '.join(GROUPS)};"
+                        " default: all)")
     parser.add_argument("--memory", type=lambda s: [int(x) for x in s.split(",")],
                         default=[1_000, 10_000, 100_000],
                         help="stream sizes for peak memory (default 1000,10000,100000)")

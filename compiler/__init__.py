@@ -5,15 +5,44 @@ would (`admit`: schema, CEL and webhook rules) and compiles it, returning a `Com
 with the objects as plain dicts and the diagnostics as data (`ok=False` and no objects when the
 cluster would refuse it); `validate_documents` checks whole sets of documents as `tjc validate`
 does. Errors the library raises on purpose derive from `TjcError`. See README.md for the CLI.
+
+The names are imported on first use (PEP 562), so `import compiler.<module>` (every `tjc`
+command does) pays only for the modules that command needs.
 """
 
-from compiler.admission import admit
-from compiler.compile import CompileResult, PreparedRuntime, compile_trainjob, prepare_runtime
-from compiler.context import CompileOptions, SSHKeyPair
-from compiler.diagnostics import Diagnostic, Location, ObjectRef, Severity
-from compiler.errors import CompileError, InputError, PluginGraphError, TjcError
-from compiler.validation import validate_documents
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
 from compiler.version import __version__
+
+if TYPE_CHECKING:
+    from compiler.admission import admit
+    from compiler.compile import CompileResult, PreparedRuntime, compile_trainjob, prepare_runtime
+    from compiler.context import CompileOptions, SSHKeyPair
+    from compiler.diagnostics import Diagnostic, Location, ObjectRef, Severity
+    from compiler.errors import CompileError, InputError, PluginGraphError, TjcError
+    from compiler.validation import validate_documents
+
+_LAZY = {
+    "CompileError": "compiler.errors",
+    "InputError": "compiler.errors",
+    "PluginGraphError": "compiler.errors",
+    "TjcError": "compiler.errors",
+    "admit": "compiler.admission",
+    "CompileResult": "compiler.compile",
+    "PreparedRuntime": "compiler.compile",
+    "compile_trainjob": "compiler.compile",
+    "prepare_runtime": "compiler.compile",
+    "CompileOptions": "compiler.context",
+    "SSHKeyPair": "compiler.context",
+    "Diagnostic": "compiler.diagnostics",
+    "Location": "compiler.diagnostics",
+    "ObjectRef": "compiler.diagnostics",
+    "Severity": "compiler.diagnostics",
+    "validate_documents": "compiler.validation",
+}
 
 __all__ = [
     "CompileError",
@@ -34,3 +63,18 @@ __all__ = [
     "prepare_runtime",
     "validate_documents",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """A public name of the library, imported from its module on first use."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    """The public names too, before they are first used."""
+    return sorted({*globals(), *__all__})

@@ -6,10 +6,17 @@ An edge module (it reads package files); the core receives the runtimes as data.
 
 from __future__ import annotations
 
+import contextlib
+import marshal
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
-from compiler.loader import Document, parse_source, read_source
+from compiler import diskcache
+from compiler.loader import Document, Source, parse_source, read_source
+
+CACHE_AREA = "runtimes"
+Parsed = tuple[dict[str, Any], int, tuple[str | int, ...]]
 
 RUNTIMES_DIR = Path(__file__).resolve().parent / "runtimes"
 # Each built-in runtime is a byte-for-byte copy of this upstream file (same lines), which is
@@ -34,13 +41,45 @@ def builtin_uris() -> dict[str, str]:
 
 @lru_cache(maxsize=1)
 def builtin_runtimes() -> tuple[Document, ...]:
-    """Every document in the packaged runtimes folder, in file-name order."""
-    docs: list[Document] = []
+    """Every document in the packaged runtimes folder, in file-name order.
+
+    The files are read every time; what parsing them gives is kept in the start-up cache
+    (`compiler.diskcache`) under the digest of their names and texts, so a changed file is
+    parsed again."""
+    sources = []
     for path in sorted(RUNTIMES_DIR.glob("*.yaml")):
         source = read_source(str(path))
         source.name = f"<builtin>/{path.name}"
-        found, problems = parse_source(source)
-        if problems:
-            raise RuntimeError(f"built-in runtime {path.name} is broken: {problems[0].text()}")
-        docs.extend(found)
-    return tuple(docs)
+        sources.append(source)
+    name = diskcache.key(CACHE_AREA, *(part for s in sources for part in (s.name, s.text)))
+    parsed = _decode(diskcache.read(CACHE_AREA, name), len(sources))
+    if parsed is None:
+        parsed = [[(d.data, d.index, d.base) for d in _parse(source)] for source in sources]
+        if all(source.limit is None for source in sources):
+            with contextlib.suppress(ValueError):  # a value marshal cannot hold: not kept
+                diskcache.write(CACHE_AREA, name, marshal.dumps(parsed))
+    return tuple(Document(data, source, index, base)
+                 for source, found in zip(sources, parsed, strict=True)
+                 for data, index, base in found)
+
+
+def _parse(source: Source) -> list[Document]:
+    found, problems = parse_source(source)
+    if problems:
+        raise RuntimeError(f"built-in runtime {source.name} is broken: {problems[0].text()}")
+    return found
+
+
+def _decode(raw: bytes | None, files: int) -> list[list[Parsed]] | None:
+    """The parsed documents of a cache entry, if it has the expected shape."""
+    try:
+        parsed = marshal.loads(raw) if raw is not None else None
+    except (EOFError, ValueError, TypeError):
+        return None
+    if not (isinstance(parsed, list) and len(parsed) == files and all(
+            isinstance(found, list) and all(
+                isinstance(d, tuple) and len(d) == 3 and isinstance(d[0], dict)
+                and isinstance(d[1], int) and isinstance(d[2], tuple) for d in found)
+            for found in parsed)):
+        return None
+    return parsed

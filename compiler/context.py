@@ -178,21 +178,24 @@ def _propagated_metadata(template: Obj, patches: list[Obj]) -> tuple[dict[str, s
 
 
 def merge_patches(spec: Obj, patches: list[Obj]) -> Obj:
-    """§2.2: strategic-merge each patch's spec, then restore the template's job order."""
+    """§2.2: strategic-merge each patch's spec, then restore the template's job order.
+
+    `spec` is a copy the caller hands over (the compile's own, explain's): it is merged into
+    in place, not copied again."""
     order = {rjob.get("name"): i for i, rjob in enumerate(spec.get("replicatedJobs") or [])}
     patched = False
     for patch in patches:
         pspec = _patch_template(patch).get("spec")
         if not isinstance(pspec, dict):
             continue
-        spec = smp.strategic_merge(spec, _typed_patch(pspec))
+        spec = smp.merge_into(spec, _typed_patch(pspec))
         patched = True
     if not patched:
         return spec
     jobs = spec.get("replicatedJobs")
     if isinstance(jobs, list):
         jobs.sort(key=lambda rjob: order.get(rjob.get("name"), 0))
-    return typed.jobset_spec(spec)
+    return typed.jobset_spec(spec, owned=True)
 
 
 def _typed_patch(pspec: Obj) -> Obj:

@@ -15,7 +15,6 @@ import ctypes
 import json
 import os
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -66,7 +65,7 @@ def library_path() -> Path:
     configured = os.environ.get(LIBRARY_ENV)
     if configured:
         return Path(configured)
-    packaged = Path(str(resources.files("compiler").joinpath("_native", LIBRARY_NAME)))
+    packaged = Path(__file__).resolve().parent / "_native" / LIBRARY_NAME
     return packaged if packaged.is_file() else BUILD_DIR / LIBRARY_NAME
 
 

@@ -37,7 +37,14 @@ MERGE_KEYS = {
 
 def strategic_merge(original: Any, patch: Any) -> Any:
     """Return `original` with `patch` applied (neither argument is modified)."""
-    return _merge(copy_json(original), patch, "")
+    return merge_into(copy_json(original), patch)
+
+
+def merge_into(original: Any, patch: Any) -> Any:
+    """`strategic_merge` into an `original` the caller owns: merged in place, without the
+    copy (the result may be `original` itself); `patch` is not modified and shares nothing
+    with the result."""
+    return _merge(original, patch, "")
 
 
 def _merge(original: Any, patch: Any, key: str) -> Any:

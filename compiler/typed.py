@@ -33,9 +33,10 @@ MAP_FIELDS = frozenset({"labels", "annotations", "nodeSelector", "limits", "requ
                         "binaryData", "stringData"})
 
 
-def jobset_spec(spec: Obj) -> Obj:
-    """Return the JobSet spec as upstream's typed round trip leaves it (a new dict)."""
-    out = copy_json(spec)
+def jobset_spec(spec: Obj, *, owned: bool = False) -> Obj:
+    """Return the JobSet spec as upstream's typed round trip leaves it (a new dict); an
+    `owned` spec (a copy the caller hands over) is worked on in place instead of copied."""
+    out = spec if owned else copy_json(spec)
     canonicalize_quantities(out, quantity_tree("TrainingRuntime", "spec", "template", "spec"))
     go_encoding(out, GO_TYPES["jobset_spec"])
     return finalize(out)

@@ -7,27 +7,20 @@ unreadable input. Never prints a traceback for bad input.
 from __future__ import annotations
 
 import argparse
+import gc
+import importlib
 import sys
 from collections.abc import Sequence
 
 from compiler import __version__
-from compiler.cli import (
-    controller_cmd,
-    diff_cmd,
-    explain_cmd,
-    krm_cmd,
-    pipes,
-    policies_cmd,
-    render_cmd,
-    run_cmd,
-    runtimes_cmd,
-    validate_cmd,
-)
-from compiler.cli.policy_opts import PolicySetupError
-from compiler.diagnostics import one_line
-from compiler.errors import InputError
+from compiler.cli import pipes
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
+GC_THRESHOLD = 20_000  # allocations between young collections (CPython's default: 700)
+
+# The verbs in the order `tjc --help` lists them; verb V lives in `compiler.cli.V_cmd`.
+VERBS = ("render", "validate", "runtimes", "explain", "policies", "controller", "run", "krm",
+         "diff")
 
 DESCRIPTION = """\
 Compile Kubeflow Trainer v2 TrainJobs and their runtimes into exactly the JobSet (and side
@@ -61,34 +54,35 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The full `tjc` parser with every verb."""
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The `tjc` parser with every verb, or with the verb `only` alone (a command line that
+    starts with a verb needs no other: each verb's module, with its imports, is loaded only
+    when the verb is registered)."""
     parser = _Parser(prog="tjc", description=DESCRIPTION, epilog=EPILOG,
                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"tjc {__version__}")
     verbs = parser.add_subparsers(dest="verb", metavar="COMMAND", parser_class=_Parser)
     verbs.required = True
-    render_cmd.register(verbs)
-    validate_cmd.register(verbs)
-    runtimes_cmd.register(verbs)
-    explain_cmd.register(verbs)
-    policies_cmd.register(verbs)
-    controller_cmd.register(verbs)
-    run_cmd.register(verbs)
-    krm_cmd.register(verbs)
-    diff_cmd.register(verbs)
+    for verb in VERBS if only is None else (only,):
+        importlib.import_module(f"compiler.cli.{verb}_cmd").register(verbs)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run `tjc`; returns the exit code (the console script exits with it)."""
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv[0] if argv and argv[0] in VERBS else None)
     args = parser.parse_args(argv)
     with pipes.guarded():
         return _run(args)
 
 
 def _run(args: argparse.Namespace) -> int:
+    # Imported here, after `entry` has set the collector's thresholds (start-up).
+    from compiler.cli.policy_opts import PolicySetupError
+    from compiler.diagnostics import one_line
+    from compiler.errors import InputError
+
     try:
         code: int = args.func(args)
     except PolicySetupError as exc:
@@ -106,8 +100,17 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def entry() -> None:
-    """Console-script entry point."""
-    sys.exit(main())
+    """Console-script entry point.
+
+    Start-up allocates hundreds of thousands of long-lived objects (modules, schemas, rule
+    plans); with the default thresholds the cycle collector walks them again and again, and
+    once more at interpreter exit. Collections are made rarer (young objects still go within
+    tens of thousands of allocations) and everything alive at the end is frozen, so the exit
+    collection has nothing to walk."""
+    gc.set_threshold(GC_THRESHOLD)  # older generations keep their defaults
+    code = main()
+    gc.freeze()
+    sys.exit(code)
 
 
 if __name__ == "__main__":

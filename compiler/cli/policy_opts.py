@@ -123,6 +123,8 @@ def build(args: argparse.Namespace, settings: dict[str, Any] | None = None
           ) -> PolicyChecker | None:
     """The policy checker the options ask for, or None when no pack is in use; `settings`
     (inline pack settings, as a KRM functionConfig carries them) stand for --policy-values."""
+    if args.no_default_policies and not args.policy:
+        return None  # no pack: the policy modules are not even imported
     from compiler.policy import packs as packs_mod
     from compiler.policy.check import PolicyChecker
     from compiler.policy.engine import PolicySet

@@ -117,12 +117,15 @@ def _extra_runtimes(args: argparse.Namespace, inputs: set[str]) -> list[Document
 
 def _report(args: argparse.Namespace, diagnostics: list[Diagnostic],
             checker: PolicyChecker | None, code: int) -> str:
-    from compiler.cli import repo
     from compiler.validate import report
     from compiler.validate.locations import Context
 
     rules = {r.id: r.message for r in checker.policies.rules()} if checker else {}
-    top = repo.root() if args.format in ("sarif", "github") else None
+    top = None
+    if args.format in ("sarif", "github"):
+        from compiler.cli import repo  # runs git: only the formats that name the repository
+
+        top = repo.root()
     context = Context(rules, code, shlex.join(["tjc", *sys.argv[1:]]), os.getcwd(),
                       str(top) if top else None, builtin_uris())
     return report.RENDERERS[args.format](diagnostics, context)

@@ -27,12 +27,8 @@ from __future__ import annotations
 import base64
 import functools
 import hashlib
-from importlib import resources
 from pathlib import Path
 from typing import Any
-
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import x25519
 
 from compiler.context import NODE, TRAINER, Context
 from compiler.diagnostics import error
@@ -191,6 +187,10 @@ def _z85(data: bytes) -> str:
 
 
 def _curve_cert(ctx: Context) -> str:
+    # Imported here: only a Flux TrainJob's compile needs the key library (start-up cost).
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import x25519
+
     uid = str(ctx.trainjob.get("metadata", {}).get("uid") or "")
     key = x25519.X25519PrivateKey.from_private_bytes(hashlib.sha256(uid.encode()).digest())
     secret = key.private_bytes(serialization.Encoding.Raw, serialization.PrivateFormat.Raw,
@@ -235,7 +235,7 @@ TEMPLATES = ("broker.toml", "entrypoint.sh", "init.sh")
 @functools.cache
 def _template(name: str) -> str:
     """One of upstream's templates: packaged, else a checkout's build/flux/ (make setup)."""
-    packaged = Path(str(resources.files("compiler").joinpath("_native", "flux", name)))
+    packaged = Path(__file__).resolve().parents[1] / "_native" / "flux" / name
     checkout = Path(__file__).resolve().parents[2] / "build" / "flux" / name
     for path in (packaged, checkout):
         if path.is_file():

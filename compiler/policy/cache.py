@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +68,8 @@ def read(name: str) -> dict[str, Any] | None:
 
 def write(name: str, facts: dict[str, Any]) -> None:
     """Store an entry (atomically; silently not when the folder is not writable)."""
+    import tempfile  # here: a run that only reads the cache does not pay for it
+
     where = folder()
     if where is None:
         return

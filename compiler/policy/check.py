@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any
 from compiler.compile import PreparedRuntime
 from compiler.data import get_path
 from compiler.diagnostics import Diagnostic, Location, ObjectRef
-from compiler.explain import Explainer
 from compiler.loader import Document, Source
 from compiler.policy.engine import PolicySet, Violation
 from compiler.validation import object_ref
 
 if TYPE_CHECKING:
+    from compiler.explain import Explainer
     from compiler.policy.worker import Worker
 
 Obj = dict[str, Any]
@@ -50,6 +50,10 @@ class PolicyChecker:
     def __init__(self, policies: PolicySet) -> None:
         self.policies = policies
         self._emitted: set[Diagnostic] = set()
+        # A runtime template's violation is found again in every JobSet made from it, and
+        # located the same way each time: kept per runtime (which the value keeps alive).
+        self._at_runtime: dict[tuple[int, int, Path, str, Any], tuple[Document, Diagnostic]] \
+            = {}
 
     def document(self, doc: Document, data: Obj) -> list[Diagnostic]:
         """Violations of a TrainJob or runtime (defaulted `data`), located in `doc`."""
@@ -71,15 +75,27 @@ class PolicyChecker:
         out = []
         for f in findings:
             if f.from_runtime:
-                inner: Path = ("spec", "template", *f.violation.path)
-                out.append(_with(f.violation, runtime.locate(inner), object_ref(runtime.data),
-                                 inner))
+                out.append(self._in_runtime(runtime, f.violation))
                 continue
-            explainer = explainer or Explainer(tj, runtime, prepared)
+            if explainer is None:
+                from compiler.explain import Explainer  # only a traced finding needs it
+
+                explainer = Explainer(tj, runtime, prepared)
             jobset = next((o for o in explainer.result.objects if o.get("kind") == "JobSet"), {})
             out.append(_with(f.violation, _traced(f.violation.path, jobset, explainer, tj),
                              object_ref(tj.data)))
         return out
+
+    def _in_runtime(self, runtime: Document, v: Violation) -> Diagnostic:
+        """A violation the runtime's template wrote, located in the runtime."""
+        key = (id(runtime), id(v.rule), v.path, v.message, v.exempted)
+        known = self._at_runtime.get(key)
+        if known is not None and known[0] is runtime:
+            return known[1]
+        inner: Path = ("spec", "template", *v.path)
+        located = _with(v, runtime.locate(inner), object_ref(runtime.data), inner)
+        self._at_runtime[key] = (runtime, located)
+        return located
 
     def start_worker(self, sources: Sequence[Source]) -> Worker | None:
         """A worker process for the JobSet stage of a large input (None: do it inline)."""

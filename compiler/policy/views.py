@@ -90,15 +90,22 @@ def _quantities(container: Obj) -> Obj:
             for field in ("requests", "limits")}
 
 
+@lru_cache(maxsize=4096)
+def _whole(value: str) -> int | None:
+    """A quantity's integer part (None: not a quantity); every JobSet repeats a few."""
+    try:
+        return int(parse(value).value)
+    except (QuantityError, ValueError, TypeError):
+        return None
+
+
 def _gpus(container: Obj) -> int:
     resources = _dict(container.get("resources"))
     for field in ("limits", "requests"):
-        found = [q for name, q in _dict(resources.get(field)).items() if "gpu" in name.lower()]
+        found = [_whole(str(q)) for name, q in _dict(resources.get(field)).items()
+                 if "gpu" in name.lower()]
         if found:
-            try:
-                return sum(int(parse(str(q)).value) for q in found)
-            except (QuantityError, ValueError, TypeError):
-                return 0
+            return 0 if None in found else sum(n for n in found if n is not None)
     return 0
 
 

@@ -13,10 +13,7 @@ from __future__ import annotations
 
 import json
 import os
-import pickle
-import subprocess
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -63,6 +60,9 @@ class Worker:
     """A running worker: `submit` each valid TrainJob, `wait()`, then read `findings(doc)`."""
 
     def __init__(self, policies: PolicySet) -> None:
+        import subprocess  # here, not at the top: a small input never starts a worker
+        import tempfile
+
         self.policies = policies
         self._results: dict[Where, list[Finding]] = {}
         self._runtimes: dict[int, int] = {}
@@ -78,6 +78,8 @@ class Worker:
                     "out": self._path})
 
     def _send(self, message: Any) -> None:
+        import pickle
+
         try:
             assert self._proc.stdin is not None
             pickle.dump(message, self._proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
@@ -133,6 +135,8 @@ class Worker:
 
 def run(stream: BinaryIO) -> None:
     """The worker's side: every submitted TrainJob's JobSet findings, a JSON line each."""
+    import pickle
+
     setup = pickle.load(stream)
     packs = Loader(setup["values"]).load_all([Path(p) for p in setup["packs"]])
     policies = PolicySet(packs, setup["skip"], exemptions=setup["exemptions"],

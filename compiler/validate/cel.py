@@ -24,7 +24,8 @@ TrainingRuntime, ClusterTrainingRuntime or JobSet; `schemas/<kind>.json`) at eve
 Documents come sanitized and defaulted (`compiler.structural.sanitize`,
 `compiler.defaults.default_in_place`). The CEL runtime is Google's cel-cpp through
 `cel-expr-python` (RE2 regular expressions, standard CEL); it is imported on first use, each
-rule is compiled once per process, and each kind's schema is read once, lazily. For speed a
+rule is compiled once per process (and kept compiled between runs, `celstore`), and each
+kind's schema is read once, lazily. For speed a
 rule that reads `self` only as `self.<name>...` gets just those properties, and results on
 scalar values are memoised (both give the same answers as the plain evaluation). Not covered:
 the cost budget, `format` conversions of strings (date-time, duration) and the Kubernetes CEL
@@ -35,6 +36,7 @@ Called by the validate pipeline (`tjc validate`, and `tjc render` before it comp
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import re
@@ -46,6 +48,8 @@ from typing import Any
 from compiler.defaults import KIND_KEYS
 from compiler.diagnostics import Diagnostic, Severity
 from compiler.diagnostics import Path as FieldPath
+from compiler.validate import celstore
+from compiler.validate.celstore import ProgramStore, library_stamp
 
 SUBJECT = "document"
 GENERIC_ID = "TJC-CEL"
@@ -149,7 +153,8 @@ class _Program:
 _PLANS: dict[str, _Node | str] = {}  # a kind's plan, or why its schema cannot be read
 _PROGRAMS: dict[tuple[str, bool], _Program] = {}
 _UNORDERED: dict[int, bool] = {}
-_RUNTIME: list[Any] = []  # [cel module, env] once loaded
+_RUNTIME: list[Any] = []  # [cel module, env, program store] once loaded
+_ENVIRONMENT = "self oldSelf __old: dyn; __hasOld: bool; extensions: optional, bindings"
 _MEMO: dict[tuple[Any, ...], tuple[Any, str]] = {}  # results of rules on scalar values
 
 
@@ -164,6 +169,8 @@ def validate(kind: str, doc: dict[str, Any], old: dict[str, Any] | None = None
     run = _Run()
     has_old = isinstance(old, dict)
     _walk(run, plan, doc, old if has_old else None, has_old, ())
+    if _RUNTIME:
+        _RUNTIME[2].save()
     return run.out
 
 
@@ -182,14 +189,43 @@ def _plan(kind: str) -> _Node | str:
 def _load_plan(key: str) -> _Node | str:
     path = Path(__file__).parent.parent / "schemas" / f"{key}.json"
     try:
-        schema = json.loads(path.read_text(encoding="utf-8"))
+        source = path.read_bytes()
+        stored = celstore.read_plan(key, source)
+        if stored is not None:
+            with contextlib.suppress(TypeError, ValueError, AttributeError):
+                return _decode_plan(stored)
+        schema = json.loads(source.decode("utf-8"))
     except (OSError, ValueError) as exc:
         return f"the CRD schema {path.name} cannot be read ({exc}); CEL rules are not checked"
     node = _build(schema) if isinstance(schema, dict) else None
     if node is None:
         return _Node(schema={}, root=True)
     node.root = True
+    celstore.write_plan(key, source, _encode_plan(node))
     return node
+
+
+def _encode_plan(node: _Node) -> tuple[Any, ...]:
+    """A plan as plain data for the start-up cache (`celstore`)."""
+    return (node.schema, tuple((r.rule, r.rule_id, r.message, r.message_expression,
+                                r.field_path, r.reason, r.transition, r.optional_old, r.fields)
+                               for r in node.rules),
+            {name: _encode_plan(child) for name, child in node.props.items()},
+            None if node.items is None else _encode_plan(node.items),
+            None if node.extra is None else _encode_plan(node.extra),
+            node.root, node.without_old)
+
+
+def _decode_plan(data: Any) -> _Node:
+    """The plan `_encode_plan` stored (raises TypeError or ValueError on another shape)."""
+    schema, rules, props, items, extra, root, without_old = data
+    if not isinstance(schema, dict) or not isinstance(props, dict):
+        raise TypeError("not a stored plan")
+    return _Node(schema=schema, rules=tuple(_Rule(*rule) for rule in rules),
+                 props={str(name): _decode_plan(child) for name, child in props.items()},
+                 items=None if items is None else _decode_plan(items),
+                 extra=None if extra is None else _decode_plan(extra),
+                 root=bool(root), without_old=bool(without_old))
 
 
 def _build(schema: dict[str, Any]) -> _Node | None:
@@ -466,7 +502,7 @@ def _runtime() -> tuple[Any, Any]:
             variables={"self": dyn, "oldSelf": dyn, "__old": dyn, "__hasOld": cel.Type.BOOL},
             extensions=[optional.ExtOptional(), bindings.ExtBindings()],
         )
-        _RUNTIME.extend((cel, env))
+        _RUNTIME.extend((cel, env, ProgramStore(_ENVIRONMENT, library_stamp(cel))))
     return _RUNTIME[0], _RUNTIME[1]
 
 
@@ -484,7 +520,17 @@ def _compile(text: str, optional_old: bool) -> _Program:
                   f"({text}))")
     try:
         _, env = _runtime()
-        return _Program(program=env.compile(source))
+        store: ProgramStore = _RUNTIME[2]
+        blob = store.get((text, optional_old))
+        if blob is not None:
+            try:
+                return _Program(program=env.deserialize(blob))
+            except Exception:  # an entry cel-cpp does not take: compile it again
+                pass
+        program = env.compile(source)
+        with contextlib.suppress(Exception):  # not kept, then; the program is fine
+            store.put((text, optional_old), program.serialize())
+        return _Program(program=program)
     except ImportError:
         return _Program(problem="the CEL runtime cel-expr-python is not installed")
     except Exception as exc:  # any compile error is reported
