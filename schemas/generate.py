@@ -1,4 +1,4 @@
-"""Generate the JSON Schemas and the compiler's CRD facts from the upstream CRDs.
+"""Generate the JSON Schemas and the deployed CRDs from the upstream CRDs.
 
 Run as `python -m schemas.generate` (the Makefile's `schemas` target). The CRDs come from the
 pinned Go modules (Kubeflow Trainer v2.3.0's `manifests/base/crds/`, JobSet v0.12.0's
@@ -7,10 +7,8 @@ machine with Go has them. It writes:
 
 - `schemas/<kind>.json`: the v1alpha1/v1alpha2 openAPIV3Schema of each CRD with descriptions
   dropped (types, formats, enums, limits, required, defaults, list-map keys and CEL rules kept)
-  and the upstream version recorded under `x-tjc-source`;
-- `compiler/_crd_facts.py`: for each kind, the tree of structural defaults the API server
-  applies and the tree of fields that hold resource quantities, so defaulting and quantity
-  canonicalisation come from the CRDs rather than being typed by hand;
+  and the upstream version recorded under `x-tjc-source`. `compiler.schematree` compiles them
+  into the one tree per kind that pruning, defaulting, typing and validation walk;
 - `deploy/crds/<upstream file name>`: the TrainJob, TrainingRuntime and ClusterTrainingRuntime
   CRDs the controller's deployment installs: upstream's CRD with schema descriptions dropped
   (everything the API server acts on kept: types, defaults, list and map types, CEL rules,
@@ -28,7 +26,6 @@ import argparse
 import copy
 import functools
 import json
-import pprint
 import sys
 from pathlib import Path
 from typing import Any
@@ -55,8 +52,6 @@ UPSTREAM_VERSIONS = {
 }
 # The CRDs `deploy/` installs: the compiler's inputs. JobSet comes with its own release.
 DEPLOYED_CRDS = ("trainjob", "trainingruntime", "clustertrainingruntime")
-QUANTITY_PATTERN_PREFIX = "^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))"
-Tree = dict[str, Any]
 
 
 def strip_descriptions(node: Any) -> Any:
@@ -121,69 +116,6 @@ def deploy_crd(kind: str) -> str:
     return header + yaml.dump(crd, Dumper=_CrdDumper, sort_keys=False, width=100)
 
 
-def is_quantity(node: dict[str, Any]) -> bool:
-    """True for an int-or-string field constrained by the Kubernetes quantity pattern."""
-    pattern = node.get("pattern", "")
-    return bool(node.get("x-kubernetes-int-or-string")) and pattern.startswith(
-        QUANTITY_PATTERN_PREFIX
-    )
-
-
-def fact_tree(node: dict[str, Any], leaf: str) -> Tree | None:
-    """Keep only the branches of a schema that lead to a `default` or a quantity field.
-
-    Tree keys: `d` default value, `q` quantity marker, `p` properties, `i` items,
-    `a` additionalProperties.
-    """
-    out: Tree = {}
-    if leaf == "default" and "default" in node:
-        out["d"] = node["default"]
-    if leaf == "quantity" and is_quantity(node):
-        out["q"] = True
-    props = {}
-    for name, sub in sorted(node.get("properties", {}).items()):
-        subtree = fact_tree(sub, leaf)
-        if subtree is not None:
-            props[name] = subtree
-    if props:
-        out["p"] = props
-    if isinstance(node.get("items"), dict):
-        items = fact_tree(node["items"], leaf)
-        if items is not None:
-            out["i"] = items
-    if isinstance(node.get("additionalProperties"), dict):
-        extra = fact_tree(node["additionalProperties"], leaf)
-        if extra is not None:
-            out["a"] = extra
-    return out or None
-
-
-def type_tree(node: dict[str, Any]) -> Tree:
-    """The types, required properties and open maps of a schema, nothing else.
-
-    Keys: `t` type (`ios` for int-or-string), `q` a resource quantity, `r` required, `x`
-    unknown fields preserved, plus `p`, `i`, `a` as in `fact_tree`.
-    """
-    out: Tree = {}
-    if is_quantity(node):
-        out["t"], out["q"] = "ios", 1
-    elif node.get("x-kubernetes-int-or-string"):
-        out["t"] = "ios"
-    elif "type" in node:
-        out["t"] = node["type"]
-    if node.get("required"):
-        out["r"] = sorted(node["required"])
-    if node.get("x-kubernetes-preserve-unknown-fields"):
-        out["x"] = 1
-    if node.get("properties"):
-        out["p"] = {k: type_tree(v) for k, v in sorted(node["properties"].items())}
-    if isinstance(node.get("items"), dict):
-        out["i"] = type_tree(node["items"])
-    if isinstance(node.get("additionalProperties"), dict):
-        out["a"] = type_tree(node["additionalProperties"])
-    return out
-
-
 @functools.cache
 def read_crd(path: Path) -> dict[str, Any]:
     """One upstream CRD, parsed once (with libyaml when PyYAML has it: they are large)."""
@@ -206,48 +138,12 @@ def load_schema(kind: str) -> dict[str, Any]:
 def render_outputs() -> dict[Path, str]:
     """Compute every generated file's path and text."""
     outputs: dict[Path, str] = {}
-    defaults: dict[str, Tree | None] = {}
-    quantities: dict[str, Tree | None] = {}
-    types: dict[str, Tree] = {}
     for kind in SOURCES:
         schema = load_schema(kind)
         doc = strip_descriptions(schema)
         doc["x-tjc-source"] = {"upstream": UPSTREAM_VERSIONS[kind], "crd": source_name(kind)}
         text = json.dumps(doc, indent=1, sort_keys=True) + "\n"
         outputs[ROOT / "schemas" / f"{kind}.json"] = text
-        defaults[kind] = fact_tree(schema, "default")
-        quantities[kind] = fact_tree(schema, "quantity")
-        if kind != "jobset":
-            types[kind] = type_tree(schema)
-    module = [
-        '"""CRD facts generated by `python -m schemas.generate`; do not edit.',
-        "",
-        "DEFAULTS holds, per kind, the structural defaults of the upstream CRD schema; QUANTITIES",
-        "marks the fields that hold resource quantities. Tree keys: d default, q quantity,",
-        "p properties, i items, a additionalProperties.",
-        '"""',
-        "",
-        "from typing import Any",
-        "",
-        "DEFAULTS: dict[str, Any] = " + pprint.pformat(defaults, width=99, sort_dicts=True),
-        "",
-        "QUANTITIES: dict[str, Any] = " + pprint.pformat(quantities, width=99, sort_dicts=True),
-        "",
-    ]
-    outputs[ROOT / "compiler" / "_crd_facts.py"] = "\n".join(module)
-    outputs[ROOT / "compiler" / "_crd_types.py"] = "\n".join([
-        '"""CRD type trees generated by `python -m schemas.generate`; do not edit.',
-        "",
-        "TYPES holds, per input kind, each field's type, the required properties and where",
-        "unknown fields are kept. Keys: t type (ios = int-or-string), q quantity, r required,",
-        "x preserve-unknown-fields, p properties, i items, a additionalProperties.",
-        '"""',
-        "",
-        "from typing import Any",
-        "",
-        "TYPES: dict[str, Any] = " + repr(types),
-        "",
-    ])
     for kind in DEPLOYED_CRDS:
         name = Path(SOURCES[kind][1]).name
         outputs[ROOT / "deploy" / "crds" / name] = deploy_crd(kind)

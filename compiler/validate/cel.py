@@ -24,12 +24,13 @@ TrainingRuntime, ClusterTrainingRuntime or JobSet; `schemas/<kind>.json`) at eve
 Documents come sanitized and defaulted (`compiler.structural.sanitize`,
 `compiler.defaults.default_in_place`). The CEL runtime is Google's cel-cpp through
 `cel-expr-python` (RE2 regular expressions, standard CEL); it is imported on first use, each
-rule is compiled once per process, and each kind's schema is read once, lazily. For speed a
-rule that reads `self` only as `self.<name>...` gets just those properties, and results on
-scalar values are memoised (both give the same answers as the plain evaluation). Not covered:
-the cost budget, `format` conversions of strings (date-time, duration) and the Kubernetes CEL
-libraries beyond standard CEL, which these CRDs' rules do not use (a rule that needs one cannot
-compile and is reported as unsupported). Pure: documents in, diagnostics out; never raises.
+rule is compiled once per process, and each kind's schema is read once, lazily
+(`compiler.schematree`). For speed a rule that reads `self` only as `self.<name>...` gets just
+those properties, and results on scalar values are memoised (both give the same answers as
+the plain evaluation). Not covered: the cost budget, `format` conversions of strings
+(date-time, duration) and the Kubernetes CEL libraries beyond standard CEL, which these CRDs'
+rules do not use (a rule that needs one cannot compile and is reported as unsupported).
+Pure: documents in, diagnostics out; never raises.
 Called by the validate pipeline (`tjc validate`, and `tjc render` before it compiles).
 """
 
@@ -40,12 +41,11 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from compiler.defaults import KIND_KEYS
 from compiler.diagnostics import Diagnostic, Severity
 from compiler.diagnostics import Path as FieldPath
+from compiler.schematree import KIND_KEYS, load_schema
 
 SUBJECT = "document"
 GENERIC_ID = "TJC-CEL"
@@ -175,16 +175,16 @@ def _plan(kind: str) -> _Node | str:
         return (f"kind {kind!r} has no CRD schema to take CEL rules from; expected one of "
                 f"{', '.join(KIND_KEYS)}")
     if key not in _PLANS:
-        _PLANS[key] = _load_plan(key)
+        _PLANS[key] = _load_plan(kind)
     return _PLANS[key]
 
 
-def _load_plan(key: str) -> _Node | str:
-    path = Path(__file__).parent.parent / "schemas" / f"{key}.json"
+def _load_plan(kind: str) -> _Node | str:
     try:
-        schema = json.loads(path.read_text(encoding="utf-8"))
+        schema = load_schema(kind)  # the JSON the compiled schema tree is built from
     except (OSError, ValueError) as exc:
-        return f"the CRD schema {path.name} cannot be read ({exc}); CEL rules are not checked"
+        return (f"the CRD schema {KIND_KEYS[kind]}.json cannot be read ({exc}); CEL rules are "
+                "not checked")
     node = _build(schema) if isinstance(schema, dict) else None
     if node is None:
         return _Node(schema={}, root=True)
