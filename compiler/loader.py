@@ -50,6 +50,13 @@ class _Loader(yaml.CSafeLoader):
             raise _cannot_hold(node) from exc
         return self._json_value(node, value)
 
+    def resolve(self, kind: type[yaml.Node], value: Any, implicit: tuple[bool, bool]) -> str:
+        """The tag of an untagged node, without PyYAML's generic resolver loop: every plain
+        scalar is the kubectl-plain tag (`yamlscalars.install`), any other the string tag."""
+        if kind is yaml.ScalarNode:
+            return yamlscalars.PLAIN_TAG if implicit[0] else _STR
+        return _SEQ if kind is yaml.SequenceNode else _MAP
+
     def _json_value(self, node: yaml.Node, value: Any) -> Any:
         """`value`, unless it is a float JSON cannot carry (a key becomes a string)."""
         if isinstance(value, float) and not math.isfinite(value) and \
@@ -116,6 +123,7 @@ yamlscalars.install(_Loader)  # plain scalars as kubectl reads them
 
 _STR, _MAP, _SEQ = ("tag:yaml.org,2002:str", "tag:yaml.org,2002:map",
                     "tag:yaml.org,2002:seq")
+_PLAIN, _MERGE = yamlscalars.PLAIN_TAG, "tag:yaml.org,2002:merge"
 
 
 class _PlainLoader(_Loader):
@@ -129,11 +137,15 @@ class _PlainLoader(_Loader):
 
     def _build(self, node: yaml.Node) -> Any:
         tag = node.tag
-        if tag == _STR:
+        if tag == _PLAIN:
+            value = _PLAIN_VALUES.get(node.value, _MISSING)
+            if value is not _MISSING:
+                return value
+        elif tag == _STR:
             return node.value
-        if tag == _MAP:
+        elif tag == _MAP:
             return self._mapping(node)  # type: ignore[arg-type]
-        if tag == _SEQ:
+        elif tag == _SEQ:
             return [self._build(item) for item in node.value]
         scalar = self.yaml_constructors.get(tag) if isinstance(node, yaml.ScalarNode) else None
         if scalar is None:
@@ -142,18 +154,32 @@ class _PlainLoader(_Loader):
             value = scalar(self, node)
         except (ValueError, TypeError, LookupError, ArithmeticError) as exc:
             raise _cannot_hold(node) from exc
-        return self._json_value(node, value)
+        value = self._json_value(node, value)
+        if tag == _PLAIN and id(node) not in self.__dict__.get("_tjc_key_nodes", ()):
+            _remember_plain(node.value, value)
+        return value
+
+    def _key(self, node: yaml.Node) -> Any:
+        """A mapping key: as a value, except that a key may be a value JSON cannot carry
+        (`.inf`; `mapping_key` names it), as yamlscalars' mapping constructor allows."""
+        tag = node.tag
+        if tag == _STR:
+            return node.value
+        if tag == _PLAIN:
+            value = _PLAIN_VALUES.get(node.value, _MISSING)
+            if value is not _MISSING:
+                return value
+        self.__dict__.setdefault("_tjc_key_nodes", set()).add(id(node))
+        return self._build(node)
 
     def _mapping(self, node: yaml.MappingNode) -> Obj:
-        if any(key.tag == "tag:yaml.org,2002:merge" for key, _ in node.value):
-            self.flatten_mapping(node)
-        self.__dict__.setdefault("_tjc_key_nodes", set()).update(
-            id(key) for key, _ in node.value)  # as yamlscalars' mapping constructor does
         out: Obj = {}
         for key_node, value_node in node.value:
-            key = self._build(key_node)
-            _key_kind(key, node, key_node)
-            if not isinstance(key, str):
+            if key_node.tag == _MERGE:
+                return self._merged(node)
+            key = self._key(key_node)
+            if type(key) is not str:
+                _key_kind(key, node, key_node)
                 key = mapping_key(key, key_node) if key is None or isinstance(
                     key, (int, float, bool)) else key
             if key in out:
@@ -161,6 +187,23 @@ class _PlainLoader(_Loader):
                                            f"found duplicate key {key!r}", key_node.start_mark)
             out[key] = self._build(value_node)
         return out
+
+    def _merged(self, node: yaml.MappingNode) -> Obj:
+        """A mapping with `<<` merge keys: flattened first, then built."""
+        self.flatten_mapping(node)  # removes every merge key
+        return self._mapping(node)
+
+
+_MISSING = object()
+_PLAIN_VALUES: dict[str, Any] = {}  # plain scalar text -> value, for texts seen before
+_PLAIN_LIMIT = 16384
+
+
+def _remember_plain(text: str, value: Any) -> None:
+    """Remember a plain scalar's value (an immutable str, number, bool or None)."""
+    if len(_PLAIN_VALUES) >= _PLAIN_LIMIT:
+        _PLAIN_VALUES.clear()
+    _PLAIN_VALUES[text] = value
 
 
 @dataclass
