@@ -138,7 +138,7 @@ class _PlainLoader(_Loader):
     def _build(self, node: yaml.Node) -> Any:
         tag = node.tag
         if tag == _PLAIN:
-            value = _PLAIN_VALUES.get(node.value, _MISSING)
+            value = _plain(node.value)
             if value is not _MISSING:
                 return value
         elif tag == _STR:
@@ -154,10 +154,7 @@ class _PlainLoader(_Loader):
             value = scalar(self, node)
         except (ValueError, TypeError, LookupError, ArithmeticError) as exc:
             raise _cannot_hold(node) from exc
-        value = self._json_value(node, value)
-        if tag == _PLAIN and id(node) not in self.__dict__.get("_tjc_key_nodes", ()):
-            _remember_plain(node.value, value)
-        return value
+        return self._json_value(node, value)
 
     def _key(self, node: yaml.Node) -> Any:
         """A mapping key: as a value, except that a key may be a value JSON cannot carry
@@ -166,7 +163,7 @@ class _PlainLoader(_Loader):
         if tag == _STR:
             return node.value
         if tag == _PLAIN:
-            value = _PLAIN_VALUES.get(node.value, _MISSING)
+            value = _plain(node.value)
             if value is not _MISSING:
                 return value
         self.__dict__.setdefault("_tjc_key_nodes", set()).add(id(node))
@@ -199,11 +196,22 @@ _PLAIN_VALUES: dict[str, Any] = {}  # plain scalar text -> value, for texts seen
 _PLAIN_LIMIT = 16384
 
 
-def _remember_plain(text: str, value: Any) -> None:
-    """Remember a plain scalar's value (an immutable str, number, bool or None)."""
+def _plain(text: str) -> Any:
+    """The value of a plain scalar (an immutable str, number, bool or None), remembered per
+    text; `_MISSING` when it has none JSON can carry (the caller's constructor reports it)."""
+    value = _PLAIN_VALUES.get(text, _MISSING)
+    if value is not _MISSING:
+        return value
+    try:
+        value = yamlscalars.resolve_plain(text)
+    except Exception:  # the full path raises the marked error
+        return _MISSING
+    if isinstance(value, float) and not math.isfinite(value):
+        return _MISSING
     if len(_PLAIN_VALUES) >= _PLAIN_LIMIT:
         _PLAIN_VALUES.clear()
     _PLAIN_VALUES[text] = value
+    return value
 
 
 @dataclass
