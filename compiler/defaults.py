@@ -39,9 +39,10 @@ def _default(value: Any, node: Node) -> None:
         for name, default in node.defaults:
             if value.get(name) is None:
                 value[name] = copy_json(default)
+        props = node.props
         for name, item in value.items():
             if isinstance(item, (dict, list)):
-                sub = node.child(name)
+                sub = props.get(name) or node.child(name)
                 if sub is not None and sub.has_defaults():
                     _default(item, sub)
     elif isinstance(value, list):

@@ -94,32 +94,10 @@ def is_quantity(node: Mapping[str, Any]) -> bool:
 class Node:
     """One compiled schema; its children are compiled on first use."""
 
-    __slots__ = (
-        "_has_defaults",
-        "additional",
-        "checks",
-        "declared",
-        "defaults",
-        "embedded",
-        "exact",
-        "item_schema",
-        "items",
-        "keep",
-        "list_keys",
-        "list_type",
-        "nullable",
-        "open",
-        "props",
-        "quantity",
-        "raw",
-        "required",
-        "sexact",
-        "sextra",
-        "sprops",
-        "srequired",
-        "stype",
-        "types",
-    )
+    __slots__ = ("_has_defaults", "_key_defaults", "additional", "checks", "declared", "defaults",
+                 "embedded", "exact", "item_schema", "items", "keep", "list_keys", "list_type",
+                 "nullable", "open", "props", "quantity", "raw", "required", "sexact", "sextra",
+                 "skip", "sprops", "srequired", "stype", "types")
 
     def __init__(self, raw: Mapping[str, Any]) -> None:
         if raw.get("x-kubernetes-embedded-resource"):
@@ -130,6 +108,10 @@ class Node:
         self.exact: tuple[type, ...] = tuple(
             t for name in self.types or () for t in _EXACT.get(name, ()))
         self.checks: tuple[Check, ...] = value_checks(raw, self.types, Node)
+        # the scalar types `check` has nothing to say about (no keyword checks, type matches)
+        self.skip: frozenset[type] = frozenset() if self.checks else frozenset(
+            {str, int, float, bool} if self.types is None else
+            {t for t in self.exact if t is not dict and t is not list})
         declared = raw.get("properties")
         self.declared: Mapping[str, Any] = declared if isinstance(declared, dict) else {}
         self.props: dict[str, Node] = {}
@@ -154,6 +136,7 @@ class Node:
             (name, sub["default"]) for name, sub in sorted(self.declared.items())
             if isinstance(sub, dict) and "default" in sub)
         self._has_defaults: bool | None = None
+        self._key_defaults: dict[str, Any] | None = None
 
     def _structural(self, raw: Mapping[str, Any]) -> None:
         """What pruning and the structural type check use (the CRD as written)."""
@@ -227,14 +210,17 @@ class Node:
                     if not (self.open or (self.embedded and key in _EMBEDDED_FIELDS)):
                         out.append(fail("UNKNOWN-FIELD", _UNKNOWN, (*path, key)))
                     continue
-            node.check(item, (*path, key), out)
+            if type(item) not in node.skip:
+                node.check(item, (*path, key), out)
 
     def sequence(self, value: list[Any], path: Path, out: Out) -> None:
         """Each item against the item schema, then list-type uniqueness."""
         items = self.item()
         if items is not None:
+            skip = items.skip
             for index, item in enumerate(value):
-                items.check(item, (*path, index), out)
+                if type(item) not in skip:
+                    items.check(item, (*path, index), out)
         if self.list_type == "map" and self.list_keys:
             self.unique_keys(value, path, out)
         elif self.list_type == "set":
@@ -262,10 +248,14 @@ class Node:
                                 f"{', '.join(self.list_keys)}", (*path, index)))
 
     def key_defaults(self) -> dict[str, Any]:
-        """The schema defaults of the list-map keys."""
-        props = (self.item_schema or {}).get("properties") or {}
-        return {k: props[k]["default"] for k in self.list_keys
+        """The schema defaults of the list-map keys (worked out once)."""
+        found = self._key_defaults
+        if found is None:
+            props = (self.item_schema or {}).get("properties") or {}
+            found = self._key_defaults = {
+                k: props[k]["default"] for k in self.list_keys
                 if isinstance(props.get(k), dict) and "default" in props[k]}
+        return found
 
 
 def _raw_has_defaults(raw: Mapping[str, Any]) -> bool:

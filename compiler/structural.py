@@ -95,10 +95,11 @@ class _Walk:
         if node.keep or (not node.sprops and not node.sextra and path == ("metadata",)):
             return copy_without_nulls(value)  # the API server checks ObjectMeta itself
         out: dict[str, Any] = {}
+        props = node.props
         for name, item in value.items():
             if item is None:
                 continue
-            sub = node.child(name)
+            sub = props.get(name) or node.child(name)
             if sub is None:
                 self.out.append(Diagnostic(Severity.WARNING, "TJC-UNKNOWN-FIELD", UNKNOWN_FIELD,
                                            (*path, name), subject=self.subject))
