@@ -11,6 +11,7 @@ diagnostic needs them: `Document.locate` re-composes the file once and maps fiel
 from __future__ import annotations
 
 import math
+import os
 import re
 import sys
 from collections.abc import Iterator, Sequence
@@ -408,11 +409,29 @@ def expand_paths(paths: Sequence[str]) -> Iterator[str]:
             continue
         candidate = Path(path)
         if candidate.is_dir():
-            yield from sorted(str(p) for p in candidate.rglob("*")
-                              if p.suffix in SUFFIXES and p.is_file() and not any(
-                                  part.startswith(".") for part in p.relative_to(candidate).parts))
+            base = str(candidate)
+            yield from sorted(_files_below(base, "" if base == "." else
+                                           base.rstrip("/") + "/"))
         else:
             yield path
+
+
+def _files_below(folder: str, prefix: str) -> Iterator[str]:
+    """The input files below `folder`, named `prefix` + their relative path: no hidden file or
+    folder, no descent into a symbolic link to a folder (as `Path.rglob` walks)."""
+    try:
+        with os.scandir(folder) as scan:
+            entries = list(scan)
+    except PermissionError:
+        return
+    for entry in entries:
+        name = entry.name
+        if name.startswith("."):
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            yield from _files_below(entry.path, prefix + name + "/")
+        elif name.endswith(SUFFIXES) and entry.is_file():
+            yield prefix + name
 
 
 def read_sources(paths: Sequence[str]) -> list[Source]:
