@@ -18,7 +18,7 @@ from compiler.quantity import QuantityError, canonical
 from compiler.schematree import KIND_KEYS, Node, quantity_facts, root
 
 __all__ = ["KIND_KEYS", "apply_defaults", "canonicalize_quantities", "default_in_place",
-           "quantity_tree"]
+           "default_value", "quantity_tree"]
 
 
 def apply_defaults(kind: str, doc: dict[str, Any]) -> dict[str, Any]:
@@ -30,11 +30,12 @@ def default_in_place(kind: str, doc: dict[str, Any]) -> dict[str, Any]:
     """Apply the CRD defaults of `kind` to `doc` itself and return it."""
     node = root(kind)
     if node.has_defaults():
-        _default(doc, node)
+        default_value(doc, node)
     return doc
 
 
-def _default(value: Any, node: Node) -> None:
+def default_value(value: Any, node: Node) -> None:
+    """Apply, in place, the defaults of `node` (a compiled schema) and below to `value`."""
     if isinstance(value, dict):
         for name, default in node.defaults:
             if value.get(name) is None:
@@ -44,12 +45,12 @@ def _default(value: Any, node: Node) -> None:
             if isinstance(item, (dict, list)):
                 sub = props.get(name) or node.child(name)
                 if sub is not None and sub.has_defaults():
-                    _default(item, sub)
+                    default_value(item, sub)
     elif isinstance(value, list):
         items = node.item()
         if items is not None and items.has_defaults():
             for item in value:
-                _default(item, items)
+                default_value(item, items)
 
 
 def quantity_tree(kind: str, *path: str) -> dict[str, Any] | None:

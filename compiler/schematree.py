@@ -221,6 +221,10 @@ class Node:
             for index, item in enumerate(value):
                 if type(item) not in skip:
                     items.check(item, (*path, index), out)
+        self.list_rules(value, path, out)
+
+    def list_rules(self, value: list[Any], path: Path, out: Out) -> None:
+        """The uniqueness of a list-type map or set."""
         if self.list_type == "map" and self.list_keys:
             self.unique_keys(value, path, out)
         elif self.list_type == "set":

@@ -30,7 +30,7 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
     "boolean": (bool,),
     "ios": (int, str),
 }
-_SCALARS = frozenset({"string", "integer", "number", "boolean", "ios"})
+SCALARS = frozenset({"string", "integer", "number", "boolean", "ios"})
 _NAMES = {dict: "object", list: "array", str: "string", int: "integer", float: "number",
           bool: "boolean"}
 _ARTICLES = {"ios": "an integer or string", "object": "an object", "array": "an array",
@@ -40,7 +40,7 @@ UNKNOWN_FIELD = ("unknown field; the API server drops it (or rejects the object 
                  "field validation), so it has no effect")
 
 
-class _Walk:
+class Walk:
     """The state of one sanitize pass."""
 
     def __init__(self, subject: str) -> None:
@@ -50,7 +50,7 @@ class _Walk:
     def value(self, value: Any, node: Node, path: Path) -> Any:
         expected = node.stype
         if expected is not None and type(value) not in node.sexact \
-                and not _type_ok(value, expected):
+                and not type_ok(value, expected):
             self.type_error(value, expected, path)
             return value
         if isinstance(value, dict):
@@ -59,12 +59,28 @@ class _Walk:
             return self.sequence(value, node.item(), path)
         return value
 
+    def mapped(self, item: Any, sub: Node, path: Path) -> Any:
+        """One property value of a mapping (not null, declared)."""
+        if isinstance(item, (dict, list)):
+            return self.value(item, sub, path)
+        expected = sub.stype
+        if expected is not None and type(item) not in sub.sexact:
+            item = self.scalar(item, expected, path)
+        if sub.quantity:
+            self.quantity(item, path)
+        return item
+
+    def is_metadata(self, node: Node, path: Path) -> bool:
+        """Whether `node` is kept whole: it preserves unknown fields, or it is the root's
+        undetailed `metadata` (the API server checks ObjectMeta itself)."""
+        return node.keep or (not node.sprops and not node.sextra and path == ("metadata",))
+
     def scalar(self, value: Any, expected: str, path: Path) -> Any:
         """Check a scalar of an unexpected Python type; a whole float counts as an integer
         (JSON has one number type; the API server accepts 2.0 where an integer is due)."""
         if isinstance(value, float) and value.is_integer() and expected in ("integer", "ios"):
             return int(value)
-        if not _type_ok(value, expected):
+        if not type_ok(value, expected):
             self.type_error(value, expected, path)
         return value
 
@@ -83,7 +99,7 @@ class _Walk:
         if items is None:
             return copy_without_nulls(value)
         expected = items.stype
-        if expected in _SCALARS:
+        if expected in SCALARS:
             assert expected is not None
             allowed = items.sexact
             return [item if type(item) in allowed else self.scalar(item, expected, (*path, i))
@@ -92,8 +108,8 @@ class _Walk:
                 if item is not None]
 
     def mapping(self, value: dict[str, Any], node: Node, path: Path) -> Any:
-        if node.keep or (not node.sprops and not node.sextra and path == ("metadata",)):
-            return copy_without_nulls(value)  # the API server checks ObjectMeta itself
+        if self.is_metadata(node, path):
+            return copy_without_nulls(value)
         out: dict[str, Any] = {}
         props = node.props
         for name, item in value.items():
@@ -103,15 +119,8 @@ class _Walk:
             if sub is None:
                 self.out.append(Diagnostic(Severity.WARNING, "TJC-UNKNOWN-FIELD", UNKNOWN_FIELD,
                                            (*path, name), subject=self.subject))
-            elif isinstance(item, (dict, list)):
-                out[name] = self.value(item, sub, (*path, name))
             else:
-                expected = sub.stype
-                if expected is not None and type(item) not in sub.sexact:
-                    item = self.scalar(item, expected, (*path, name))
-                if sub.quantity:
-                    self.quantity(item, (*path, name))
-                out[name] = item
+                out[name] = self.mapped(item, sub, (*path, name))
         for name in node.srequired:
             if name not in out:
                 self.out.append(error("TJC-SCHEMA-REQUIRED", f"required field {name!r} is "
@@ -122,12 +131,13 @@ class _Walk:
 def sanitize(kind: str, doc: dict[str, Any], *, subject: str
              ) -> tuple[dict[str, Any], list[Diagnostic]]:
     """A pruned copy of `doc` and every structural problem found in it."""
-    walk = _Walk(subject)
+    walk = Walk(subject)
     out = walk.mapping(doc, root(kind), ()) if isinstance(doc, dict) else {}
     return out, walk.out
 
 
-def _type_ok(value: Any, expected: str) -> bool:
+def type_ok(value: Any, expected: str) -> bool:
+    """JSON type membership as the structural pass sees it (no float for an integer)."""
     if isinstance(value, bool):
         return expected == "boolean"
     if expected not in _JSON_TYPES:

@@ -33,7 +33,7 @@ from compiler.schemachecks import INT32, INT64, SUBJECT, Out, show
 from compiler.schematree import Node, as_resource, load_schema, root
 
 __all__ = ["CHECKED", "IGNORED", "INT32", "INT64", "SUBJECT", "SchemaValidator", "load_schema",
-           "show", "validate", "validator"]
+           "order", "show", "validate", "validator"]
 
 # Every schema keyword this module checks; `IGNORED` ones are annotations or other layers'.
 CHECKED: Final = frozenset({
@@ -73,10 +73,11 @@ class SchemaValidator:
         """Every problem of `doc`, sorted by path, then rule, then message."""
         out: Out = []
         self.root.check(doc, (), out)
-        out.sort(key=_order)
+        out.sort(key=order)
         return out
 
 
-def _order(diag: Diagnostic) -> tuple[tuple[tuple[int, int, str], ...], str, str]:
+def order(diag: Diagnostic) -> tuple[tuple[tuple[int, int, str], ...], str, str]:
+    """The sort key of schema diagnostics: path (indices before names), rule, message."""
     path = tuple((0, p, "") if isinstance(p, int) else (1, 0, p) for p in diag.path)
     return path, diag.rule, diag.message
