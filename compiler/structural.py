@@ -9,7 +9,8 @@ a new document and the diagnostics:
 - a wrong JSON type or a missing required property is an error with its field path, so the
   core never sees a malformed document.
 
-Full schema, enum and CEL validation belong to `tjc validate`. Pure.
+Full schema, enum and CEL validation belong to `tjc validate`; `compiler.admitwalk` runs this
+walk with defaulting and the full schema check in the same pass. Pure.
 """
 
 from __future__ import annotations
