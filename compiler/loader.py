@@ -58,6 +58,12 @@ class _Loader(yaml.CSafeLoader):
             return yamlscalars.PLAIN_TAG if implicit[0] else _STR
         return _SEQ if kind is yaml.SequenceNode else _MAP
 
+    def descend_resolver(self, current_node: Any, current_index: Any) -> None:
+        """Nothing to track: this loader has no path resolvers (libyaml calls it per node)."""
+
+    def ascend_resolver(self) -> None:
+        """Nothing to track (see `descend_resolver`)."""
+
     def _json_value(self, node: yaml.Node, value: Any) -> Any:
         """`value`, unless it is a float JSON cannot carry (a key becomes a string)."""
         if isinstance(value, float) and not math.isfinite(value) and \
