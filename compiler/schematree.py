@@ -235,14 +235,23 @@ class Node:
         key counts as its schema default; an item without it and without default is skipped:
         `required` reports it)."""
         defaults = self.key_defaults()
+        keys = self.list_keys
+        single = keys[0] if len(keys) == 1 else None
         seen: dict[tuple[Any, ...], int] = {}
         for index, item in enumerate(value):
             if not isinstance(item, dict):
                 continue
-            values = [item.get(k, defaults.get(k)) for k in self.list_keys]
-            if any(v is None for v in values):
-                continue
-            frozen = tuple(freeze(v) for v in values)
+            if single is not None:  # the common case: one key, usually a string
+                one = item.get(single, defaults.get(single))
+                if one is None:
+                    continue
+                values = [one]
+                frozen: tuple[Any, ...] = (one if type(one) is str else freeze(one),)
+            else:
+                values = [item.get(k, defaults.get(k)) for k in keys]
+                if any(v is None for v in values):
+                    continue
+                frozen = tuple(freeze(v) for v in values)
             first = seen.setdefault(frozen, index)
             if first != index:
                 key = ", ".join(f"{k}={show(v)}" for k, v in zip(self.list_keys, values,
