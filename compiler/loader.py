@@ -215,9 +215,8 @@ def _plain(text: str) -> Any:
         return _MISSING
     if isinstance(value, float) and not math.isfinite(value):
         return _MISSING
-    if len(_PLAIN_VALUES) >= _PLAIN_LIMIT:
-        _PLAIN_VALUES.clear()
-    _PLAIN_VALUES[text] = value
+    if len(_PLAIN_VALUES) < _PLAIN_LIMIT:  # the recurring texts come early; keep them
+        _PLAIN_VALUES[text] = value
     return value
 
 
