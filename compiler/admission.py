@@ -14,12 +14,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from compiler import structural
+from compiler import admitwalk, structural
 from compiler.data import copy_json
 from compiler.defaults import default_in_place
 from compiler.diagnostics import Diagnostic, Severity, error, refused
 from compiler.resolve import RUNTIME_KINDS
-from compiler.validate import cel, objectmeta, schema, webhook
+from compiler.validate import cel, objectmeta, webhook
 
 Obj = dict[str, Any]
 
@@ -28,14 +28,13 @@ def check_object(kind: str, doc: Mapping[str, Any], old: Mapping[str, Any] | Non
                  ) -> tuple[Obj, list[Diagnostic]]:
     """Structural pass, defaults, JSON Schema and CEL for one object: the defaulted object
     and its diagnostics."""
-    data, diagnostics = structural.sanitize(kind, dict(doc), subject="document")
-    data = default_in_place(kind, data)
+    data, diagnostics, found = admitwalk.admit(kind, dict(doc))  # one walk of the schema
     old_data = None
     if old is not None:
         old_data = default_in_place(kind, structural.sanitize(kind, dict(old),
                                                               subject="document")[0])
     seen = {(d.rule, d.path) for d in diagnostics}
-    diagnostics += [d for d in schema.validate(kind, data) if (d.rule, d.path) not in seen]
+    diagnostics += [d for d in found if (d.rule, d.path) not in seen]
     diagnostics += cel.validate(kind, data, old_data)
     diagnostics += objectmeta.validate(kind, data)
     return data, diagnostics

@@ -3,8 +3,9 @@
 `apply_defaults(kind, doc)` returns a defaulted deep copy: for every object, each absent (or
 null) property with a schema default gets a copy of it, then defaulting recurses into every
 property, item and additional property, including the values just defaulted. This is the
-algorithm of apiextensions-apiserver's structural defaulting. The trees come from the CRDs via
-`compiler._crd_facts` (generated). Pure; called by `compiler.compile`.
+algorithm of apiextensions-apiserver's structural defaulting. The defaults and the quantity
+fields come from the compiled CRD schema (`compiler.schematree`). Pure; called by
+`compiler.compile`.
 """
 
 from __future__ import annotations
@@ -12,16 +13,12 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from compiler._crd_facts import DEFAULTS, QUANTITIES
 from compiler.data import copy_json
 from compiler.quantity import QuantityError, canonical
+from compiler.schematree import KIND_KEYS, Node, quantity_facts, root
 
-KIND_KEYS = {
-    "TrainJob": "trainjob",
-    "TrainingRuntime": "trainingruntime",
-    "ClusterTrainingRuntime": "clustertrainingruntime",
-    "JobSet": "jobset",
-}
+__all__ = ["KIND_KEYS", "apply_defaults", "canonicalize_quantities", "default_in_place",
+           "default_value", "quantity_tree"]
 
 
 def apply_defaults(kind: str, doc: dict[str, Any]) -> dict[str, Any]:
@@ -31,31 +28,34 @@ def apply_defaults(kind: str, doc: dict[str, Any]) -> dict[str, Any]:
 
 def default_in_place(kind: str, doc: dict[str, Any]) -> dict[str, Any]:
     """Apply the CRD defaults of `kind` to `doc` itself and return it."""
-    tree = DEFAULTS.get(KIND_KEYS[kind])
-    if tree is not None:
-        _default(doc, tree)
+    node = root(kind)
+    if node.has_defaults():
+        default_value(doc, node)
     return doc
 
 
-def _default(value: Any, tree: dict[str, Any]) -> None:
+def default_value(value: Any, node: Node) -> None:
+    """Apply, in place, the defaults of `node` (a compiled schema) and below to `value`."""
     if isinstance(value, dict):
-        props = tree.get("p", {})
-        for name, sub in props.items():
-            if "d" in sub and value.get(name) is None:
-                value[name] = copy_json(sub["d"])
-        extra = tree.get("a")
+        for name, default in node.defaults:
+            if value.get(name) is None:
+                value[name] = copy_json(default)
+        props = node.props
         for name, item in value.items():
-            sub = props.get(name, extra)
-            if sub is not None:
-                _default(item, sub)
-    elif isinstance(value, list) and "i" in tree:
-        for item in value:
-            _default(item, tree["i"])
+            if isinstance(item, (dict, list)):
+                sub = props.get(name) or node.child(name)
+                if sub is not None and sub.has_defaults():
+                    default_value(item, sub)
+    elif isinstance(value, list):
+        items = node.item()
+        if items is not None and items.has_defaults():
+            for item in value:
+                default_value(item, items)
 
 
 def quantity_tree(kind: str, *path: str) -> dict[str, Any] | None:
     """The quantity-marker subtree of `kind` below the property path `path`."""
-    tree: dict[str, Any] | None = QUANTITIES.get(KIND_KEYS[kind])
+    tree: dict[str, Any] | None = quantity_facts(kind)
     for name in path:
         if tree is None:
             return None

@@ -11,6 +11,7 @@ diagnostic needs them: `Document.locate` re-composes the file once and maps fiel
 from __future__ import annotations
 
 import math
+import os
 import re
 import sys
 from collections.abc import Iterator, Sequence
@@ -49,6 +50,19 @@ class _Loader(yaml.CSafeLoader):
         except (ValueError, TypeError, LookupError, ArithmeticError) as exc:
             raise _cannot_hold(node) from exc
         return self._json_value(node, value)
+
+    def resolve(self, kind: type[yaml.Node], value: Any, implicit: tuple[bool, bool]) -> str:
+        """The tag of an untagged node, without PyYAML's generic resolver loop: every plain
+        scalar is the kubectl-plain tag (`yamlscalars.install`), any other the string tag."""
+        if kind is yaml.ScalarNode:
+            return yamlscalars.PLAIN_TAG if implicit[0] else _STR
+        return _SEQ if kind is yaml.SequenceNode else _MAP
+
+    def descend_resolver(self, current_node: Any, current_index: Any) -> None:
+        """Nothing to track: this loader has no path resolvers (libyaml calls it per node)."""
+
+    def ascend_resolver(self) -> None:
+        """Nothing to track (see `descend_resolver`)."""
 
     def _json_value(self, node: yaml.Node, value: Any) -> Any:
         """`value`, unless it is a float JSON cannot carry (a key becomes a string)."""
@@ -116,6 +130,7 @@ yamlscalars.install(_Loader)  # plain scalars as kubectl reads them
 
 _STR, _MAP, _SEQ = ("tag:yaml.org,2002:str", "tag:yaml.org,2002:map",
                     "tag:yaml.org,2002:seq")
+_PLAIN, _MERGE = yamlscalars.PLAIN_TAG, "tag:yaml.org,2002:merge"
 
 
 class _PlainLoader(_Loader):
@@ -129,11 +144,15 @@ class _PlainLoader(_Loader):
 
     def _build(self, node: yaml.Node) -> Any:
         tag = node.tag
-        if tag == _STR:
+        if tag == _PLAIN:
+            value = _plain(node.value)
+            if value is not _MISSING:
+                return value
+        elif tag == _STR:
             return node.value
-        if tag == _MAP:
+        elif tag == _MAP:
             return self._mapping(node)  # type: ignore[arg-type]
-        if tag == _SEQ:
+        elif tag == _SEQ:
             return [self._build(item) for item in node.value]
         scalar = self.yaml_constructors.get(tag) if isinstance(node, yaml.ScalarNode) else None
         if scalar is None:
@@ -144,16 +163,27 @@ class _PlainLoader(_Loader):
             raise _cannot_hold(node) from exc
         return self._json_value(node, value)
 
+    def _key(self, node: yaml.Node) -> Any:
+        """A mapping key: as a value, except that a key may be a value JSON cannot carry
+        (`.inf`; `mapping_key` names it), as yamlscalars' mapping constructor allows."""
+        tag = node.tag
+        if tag == _STR:
+            return node.value
+        if tag == _PLAIN:
+            value = _plain(node.value)
+            if value is not _MISSING:
+                return value
+        self.__dict__.setdefault("_tjc_key_nodes", set()).add(id(node))
+        return self._build(node)
+
     def _mapping(self, node: yaml.MappingNode) -> Obj:
-        if any(key.tag == "tag:yaml.org,2002:merge" for key, _ in node.value):
-            self.flatten_mapping(node)
-        self.__dict__.setdefault("_tjc_key_nodes", set()).update(
-            id(key) for key, _ in node.value)  # as yamlscalars' mapping constructor does
         out: Obj = {}
         for key_node, value_node in node.value:
-            key = self._build(key_node)
-            _key_kind(key, node, key_node)
-            if not isinstance(key, str):
+            if key_node.tag == _MERGE:
+                return self._merged(node)
+            key = self._key(key_node)
+            if type(key) is not str:
+                _key_kind(key, node, key_node)
                 key = mapping_key(key, key_node) if key is None or isinstance(
                     key, (int, float, bool)) else key
             if key in out:
@@ -161,6 +191,33 @@ class _PlainLoader(_Loader):
                                            f"found duplicate key {key!r}", key_node.start_mark)
             out[key] = self._build(value_node)
         return out
+
+    def _merged(self, node: yaml.MappingNode) -> Obj:
+        """A mapping with `<<` merge keys: flattened first, then built."""
+        self.flatten_mapping(node)  # removes every merge key
+        return self._mapping(node)
+
+
+_MISSING = object()
+_PLAIN_VALUES: dict[str, Any] = {}  # plain scalar text -> value, for texts seen before
+_PLAIN_LIMIT = 16384
+
+
+def _plain(text: str) -> Any:
+    """The value of a plain scalar (an immutable str, number, bool or None), remembered per
+    text; `_MISSING` when it has none JSON can carry (the caller's constructor reports it)."""
+    value = _PLAIN_VALUES.get(text, _MISSING)
+    if value is not _MISSING:
+        return value
+    try:
+        value = yamlscalars.resolve_plain(text)
+    except Exception:  # the full path raises the marked error
+        return _MISSING
+    if isinstance(value, float) and not math.isfinite(value):
+        return _MISSING
+    if len(_PLAIN_VALUES) < _PLAIN_LIMIT:  # the recurring texts come early; keep them
+        _PLAIN_VALUES[text] = value
+    return value
 
 
 @dataclass
@@ -357,11 +414,29 @@ def expand_paths(paths: Sequence[str]) -> Iterator[str]:
             continue
         candidate = Path(path)
         if candidate.is_dir():
-            yield from sorted(str(p) for p in candidate.rglob("*")
-                              if p.suffix in SUFFIXES and p.is_file() and not any(
-                                  part.startswith(".") for part in p.relative_to(candidate).parts))
+            base = str(candidate)
+            yield from sorted(_files_below(base, "" if base == "." else
+                                           base.rstrip("/") + "/"))
         else:
             yield path
+
+
+def _files_below(folder: str, prefix: str) -> Iterator[str]:
+    """The input files below `folder`, named `prefix` + their relative path: no hidden file or
+    folder, no descent into a symbolic link to a folder (as `Path.rglob` walks)."""
+    try:
+        with os.scandir(folder) as scan:
+            entries = list(scan)
+    except PermissionError:
+        return
+    for entry in entries:
+        name = entry.name
+        if name.startswith("."):
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            yield from _files_below(entry.path, prefix + name + "/")
+        elif name.endswith(SUFFIXES) and entry.is_file():
+            yield prefix + name
 
 
 def read_sources(paths: Sequence[str]) -> list[Source]:

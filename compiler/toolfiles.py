@@ -18,12 +18,16 @@ RULE = "TJC-INPUT-TOOL-FILE"
 KUSTOMIZE_FILES = frozenset({"kustomization.yaml", "kustomization.yml", "Kustomization"})
 HELM_FILES = frozenset({"Chart.yaml", "values.schema.json", "requirements.yaml"})
 _TOP_LEVEL_KIND = re.compile(r"^kind:", re.MULTILINE)
+_NAMES = KUSTOMIZE_FILES | HELM_FILES | {"values.yaml"}
 
 
 def tool_of(source: Source) -> str | None:
     """`kustomize` or `Helm` when the source is one of their files, else None."""
     if source.name.startswith("<"):
         return None
+    base = source.name.rsplit("/", 1)[-1]
+    if base not in _NAMES and base not in ("", ".") and "{{" not in source.text:
+        return None  # the common case, decided without parsing the path
     path = PurePath(source.name)
     if path.name in KUSTOMIZE_FILES:
         return "kustomize"

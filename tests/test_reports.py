@@ -14,6 +14,7 @@ import pytest
 
 from compiler.builtin import UPSTREAM_FILES, builtin_runtimes
 from compiler.cli.main import main
+from schemas.upstream import TRAINER, module_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 JOB = """\
@@ -98,9 +99,7 @@ def test_strict_ignores_warnings_only_in_builtin_runtimes(
 def test_builtin_runtimes_are_the_upstream_files_reports_name() -> None:
     assert sorted(UPSTREAM_FILES) == sorted(d.source.name.removeprefix("<builtin>/")
                                             for d in builtin_runtimes())
-    upstream = ROOT.parent / "shared" / "upstream" / "kubeflow-trainer-v2.3.0" / "runtimes"
-    if not upstream.is_dir():
-        pytest.skip("the upstream runtimes are not next to this checkout")
+    upstream = module_dir(TRAINER) / "manifests" / "base" / "runtimes"  # the pinned module
     for name, path in UPSTREAM_FILES.items():
         assert (ROOT / "runtimes" / name).read_bytes() == (upstream / path).read_bytes()
 

@@ -25,12 +25,12 @@ Documents come sanitized and defaulted (`compiler.structural.sanitize`,
 `compiler.defaults.default_in_place`). The CEL runtime is Google's cel-cpp through
 `cel-expr-python` (RE2 regular expressions, standard CEL); it is imported on first use, each
 rule is compiled once per process (and kept compiled between runs, `celstore`), and each
-kind's schema is read once, lazily. For speed a
-rule that reads `self` only as `self.<name>...` gets just those properties, and results on
-scalar values are memoised (both give the same answers as the plain evaluation). Not covered:
-the cost budget, `format` conversions of strings (date-time, duration) and the Kubernetes CEL
-libraries beyond standard CEL, which these CRDs' rules do not use (a rule that needs one cannot
-compile and is reported as unsupported). Pure: documents in, diagnostics out; never raises.
+kind's schema is read once, lazily (`compiler.schematree`). For speed a rule that reads `self`
+only as `self.<name>...` gets just those properties, and results on scalar values are memoised
+(both give the same answers as the plain evaluation). Not covered: the cost budget, `format`
+conversions of strings (date-time, duration) and the Kubernetes CEL libraries beyond standard
+CEL, which these CRDs' rules do not use (a rule that needs one cannot compile and is reported
+as unsupported). Pure: documents in, diagnostics out; never raises.
 Called by the validate pipeline (`tjc validate`, and `tjc render` before it compiles).
 """
 
@@ -42,12 +42,11 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from compiler.defaults import KIND_KEYS
 from compiler.diagnostics import Diagnostic, Severity
 from compiler.diagnostics import Path as FieldPath
+from compiler.schematree import KIND_KEYS, SCHEMA_DIR
 from compiler.validate import celstore
 from compiler.validate.celstore import ProgramStore, library_stamp
 
@@ -182,21 +181,21 @@ def _plan(kind: str) -> _Node | str:
         return (f"kind {kind!r} has no CRD schema to take CEL rules from; expected one of "
                 f"{', '.join(KIND_KEYS)}")
     if key not in _PLANS:
-        _PLANS[key] = _load_plan(key)
+        _PLANS[key] = _load_plan(kind)
     return _PLANS[key]
 
 
-def _load_plan(key: str) -> _Node | str:
-    path = Path(__file__).parent.parent / "schemas" / f"{key}.json"
+def _load_plan(kind: str) -> _Node | str:
+    key = KIND_KEYS[kind]
     try:
-        source = path.read_bytes()
+        source = (SCHEMA_DIR / f"{key}.json").read_bytes()
         stored = celstore.read_plan(key, source)
         if stored is not None:
             with contextlib.suppress(TypeError, ValueError, AttributeError):
                 return _decode_plan(stored)
         schema = json.loads(source.decode("utf-8"))
     except (OSError, ValueError) as exc:
-        return f"the CRD schema {path.name} cannot be read ({exc}); CEL rules are not checked"
+        return f"the CRD schema {key}.json cannot be read ({exc}); CEL rules are not checked"
     node = _build(schema) if isinstance(schema, dict) else None
     if node is None:
         return _Node(schema={}, root=True)

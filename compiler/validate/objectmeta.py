@@ -13,8 +13,9 @@ in UTF-8 bytes, as Go's `len` does. Pure: metadata in, diagnostics out; called b
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from compiler.diagnostics import Diagnostic, Path, error
@@ -54,10 +55,27 @@ def _size(value: str) -> int:
     return len(value.encode("utf-8", "surrogatepass"))
 
 
+@functools.cache
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern, flags=re.ASCII)
+
+
 def _full(pattern: str, value: str) -> bool:
-    return re.fullmatch(pattern, value, flags=re.ASCII) is not None
+    return _compiled(pattern).fullmatch(value) is not None
 
 
+def _remembered(check: Callable[[str], list[str]]) -> Callable[[str], list[str]]:
+    """`check` with its answers remembered per value (names and label keys recur); each call
+    gets its own list."""
+    cached = functools.lru_cache(maxsize=4096)(lambda value: tuple(check(value)))
+
+    @functools.wraps(check)
+    def wrapper(value: str) -> list[str]:
+        return list(cached(value))
+    return wrapper
+
+
+@_remembered
 def is_dns1123_subdomain(value: str) -> list[str]:
     """`IsDNS1123Subdomain`: the problems with `value` (none when it is one)."""
     errs = [max_len_error(253)] if _size(value) > 253 else []
@@ -66,6 +84,7 @@ def is_dns1123_subdomain(value: str) -> list[str]:
     return errs
 
 
+@_remembered
 def is_dns1123_label(value: str) -> list[str]:
     """`IsDNS1123Label`: the problems with `value`."""
     errs = [max_len_error(63)] if _size(value) > 63 else []
@@ -75,6 +94,7 @@ def is_dns1123_label(value: str) -> list[str]:
     return errs
 
 
+@_remembered
 def is_qualified_name(value: str) -> list[str]:
     """`IsQualifiedName`: `[prefix/]name`, prefix a DNS-1123 subdomain, name at most 63."""
     parts = value.split("/")
@@ -99,6 +119,7 @@ def is_qualified_name(value: str) -> list[str]:
     return errs
 
 
+@_remembered
 def is_valid_label_value(value: str) -> list[str]:
     """`IsValidLabelValue`: empty, or a qualified name part of at most 63."""
     errs = [max_len_error(63)] if _size(value) > 63 else []

@@ -11,6 +11,7 @@ prints what the controller builds and exits 1. Pure; called by `compiler.validat
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from typing import Any
 
@@ -32,20 +33,27 @@ def is_extended(name: str) -> bool:
 
 def validate(data: Any) -> list[Diagnostic]:
     """Every negative amount and every fractional extended-resource amount in a document."""
-    return list(_walk(data, (), 0))
+    out: list[Diagnostic] = []
+    _walk(data, (), 0, out)
+    return out
 
 
-def _walk(value: Any, path: Path, depth: int) -> Iterator[Diagnostic]:
+def _walk(value: Any, path: Path, depth: int, out: list[Diagnostic]) -> None:
+    """Depth-first, in document order; only collections are entered (scalars hold nothing)."""
     if depth > _MAX_WALK:
         return
     if isinstance(value, dict):
         for key, item in value.items():
-            if key in _HOLDERS and isinstance(item, dict):
-                yield from _amounts(item, (*path, key))
-            yield from _walk(item, (*path, key), depth + 1)
+            if isinstance(item, dict):
+                if key in _HOLDERS:
+                    out.extend(_amounts(item, (*path, key)))
+                _walk(item, (*path, key), depth + 1, out)
+            elif isinstance(item, list):
+                _walk(item, (*path, key), depth + 1, out)
     elif isinstance(value, list):
         for i, item in enumerate(value):
-            yield from _walk(item, (*path, i), depth + 1)
+            if isinstance(item, (dict, list)):
+                _walk(item, (*path, i), depth + 1, out)
 
 
 def _amounts(holder: dict[str, Any], path: Path) -> Iterator[Diagnostic]:
@@ -60,13 +68,22 @@ def _amounts(holder: dict[str, Any], path: Path) -> Iterator[Diagnostic]:
 def _amount(name: str, amount: Any, path: Path) -> Iterator[Diagnostic]:
     if isinstance(amount, bool) or not isinstance(amount, (str, int)):
         return
+    problem = _problem(name, amount) if isinstance(name, str) else None
+    if problem is not None:
+        yield error(problem[0], problem[1], path, subject="pods")
+
+
+@functools.lru_cache(maxsize=4096)
+def _problem(name: str, amount: str | int) -> tuple[str, str] | None:
+    """(rule, message) of one amount of one resource, or None (the same pairs recur)."""
     try:
         value = parse(amount).value
     except QuantityError:
-        return
+        return None
     if value < 0:
-        yield error("TJC-RESOURCE-NEGATIVE", f"{name} is {amount}: must be greater than or "
-                    "equal to 0; the Pods would be refused", path, subject="pods")
-    elif is_extended(name) and value.denominator != 1:
-        yield error("TJC-RESOURCE-NOT-INTEGER", f"{name} is {amount}: an extended resource "
-                    "must be an integer; the Pods would be refused", path, subject="pods")
+        return ("TJC-RESOURCE-NEGATIVE", f"{name} is {amount}: must be greater than or "
+                "equal to 0; the Pods would be refused")
+    if is_extended(name) and value.denominator != 1:
+        return ("TJC-RESOURCE-NOT-INTEGER", f"{name} is {amount}: an extended resource "
+                "must be an integer; the Pods would be refused")
+    return None

@@ -7,15 +7,14 @@ does, and returns one error `Diagnostic` per problem, all of them, sorted by pat
 Rule ids are `TJC-SCHEMA-<KEYWORD>` (`TJC-SCHEMA-TYPE` and `TJC-SCHEMA-REQUIRED` use the same
 ids, paths and wording as `compiler.structural`, so the caller can de-duplicate by rule and path).
 
-The schemas are small structural schemas, so this module compiles them itself, lazily and once
-per kind, into a tree of `_Node`s that checks the keywords Kubernetes allows plus its
-extensions: `x-kubernetes-int-or-string`, `x-kubernetes-preserve-unknown-fields`,
+The walk is `compiler.schematree`'s compiled tree of the kind (the one pruning and defaulting
+use), which checks the keywords Kubernetes allows plus its extensions:
+`x-kubernetes-int-or-string`, `x-kubernetes-preserve-unknown-fields`,
 `x-kubernetes-embedded-resource`, `x-kubernetes-list-type` map (unique by
 `x-kubernetes-list-map-keys`, defaulted keys included) and set (unique items), `nullable`, and
-the formats `int32`, `int64` and `date-time`. It is an order of magnitude faster than the
-`jsonschema` package on these schemas and needs no dependency. Fields the schema does not
-declare are errors (the API server prunes them, or rejects the object under strict field
-validation), except inside the root `metadata`, which the API server validates as ObjectMeta.
+the formats `int32`, `int64` and `date-time`. Fields the schema does not declare are errors
+(the API server prunes them, or rejects the object under strict field validation), except
+inside the root `metadata`, which the API server validates as ObjectMeta.
 `x-kubernetes-validations` (CEL, `compiler.validate.cel`), `default`, descriptions and
 `x-kubernetes-map-type` are not checked here.
 
@@ -26,18 +25,15 @@ reading the packaged schema files once; it must not import the CLI, loader or re
 from __future__ import annotations
 
 import functools
-import json
-import math
-import re
-from collections.abc import Callable, Mapping, Sized
-from pathlib import Path as FilePath
+from collections.abc import Mapping
 from typing import Any, Final
 
-from compiler.defaults import KIND_KEYS
-from compiler.diagnostics import Diagnostic, Path, Severity
+from compiler.diagnostics import Diagnostic
+from compiler.schemachecks import INT32, INT64, SUBJECT, Out, show
+from compiler.schematree import Node, as_resource, load_schema, root
 
-SCHEMA_DIR: Final = FilePath(__file__).parent.parent / "schemas"
-SUBJECT: Final = "document"
+__all__ = ["CHECKED", "IGNORED", "INT32", "INT64", "SUBJECT", "SchemaValidator", "load_schema",
+           "order", "show", "validate", "validator"]
 
 # Every schema keyword this module checks; `IGNORED` ones are annotations or other layers'.
 CHECKED: Final = frozenset({
@@ -53,25 +49,6 @@ IGNORED: Final = frozenset({
     "x-kubernetes-map-type", "x-tjc-source",
 })
 
-INT32: Final = (-(2**31), 2**31 - 1)
-INT64: Final = (-(2**63), 2**63 - 1)
-_DATE_TIME: Final = re.compile(
-    r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})")
-_ARTICLES: Final = {"object": "an object", "array": "an array", "string": "a string",
-                    "integer": "an integer", "number": "a number", "boolean": "a boolean",
-                    "ios": "an integer or string"}
-_NAMES: Final = {dict: "object", list: "array", str: "string", int: "integer",
-                 float: "number", bool: "boolean", type(None): "null"}
-_EXACT: Final[dict[str, tuple[type, ...]]] = {
-    "object": (dict,), "array": (list,), "string": (str,), "integer": (int,),
-    "number": (int, float), "boolean": (bool,), "ios": (int, str),
-}
-_EMBEDDED_FIELDS: Final = frozenset({"apiVersion", "kind", "metadata"})
-_SHOW_LIMIT: Final = 80
-
-Out = list[Diagnostic]
-Check = Callable[[Any, Path, Out], None]
-
 
 def validate(kind: str, doc: dict[str, Any]) -> list[Diagnostic]:
     """Every schema problem of `doc` (an object of `kind`), sorted by path, then rule.
@@ -80,385 +57,27 @@ def validate(kind: str, doc: dict[str, Any]) -> list[Diagnostic]:
 
 
 @functools.cache
-def load_schema(kind: str) -> dict[str, Any]:
-    """The packaged JSON Schema of `kind` (read once)."""
-    if kind not in KIND_KEYS:
-        raise ValueError(f"no schema for kind {kind!r}; expected one of {', '.join(KIND_KEYS)}")
-    path = SCHEMA_DIR / f"{KIND_KEYS[kind]}.json"
-    schema: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    return schema
-
-
-@functools.cache
 def validator(kind: str) -> SchemaValidator:
-    """The compiled validator of `kind` (compiled once; its subtrees on first use)."""
-    return SchemaValidator(load_schema(kind))
+    """The validator of `kind`, on the kind's compiled tree."""
+    return SchemaValidator(root=root(kind))
 
 
 class SchemaValidator:
     """A compiled root schema: `validate(doc)` gives every problem as diagnostics."""
 
-    def __init__(self, schema: Mapping[str, Any]) -> None:
-        self.root = _Node(_as_resource(schema))
+    def __init__(self, schema: Mapping[str, Any] | None = None, *, root: Node | None = None
+                 ) -> None:
+        self.root = root if root is not None else Node(as_resource(schema or {}))
 
     def validate(self, doc: Any) -> list[Diagnostic]:
         """Every problem of `doc`, sorted by path, then rule, then message."""
         out: Out = []
         self.root.check(doc, (), out)
-        out.sort(key=_order)
+        out.sort(key=order)
         return out
 
 
-def _order(diag: Diagnostic) -> tuple[tuple[tuple[int, int, str], ...], str, str]:
+def order(diag: Diagnostic) -> tuple[tuple[tuple[int, int, str], ...], str, str]:
+    """The sort key of schema diagnostics: path (indices before names), rule, message."""
     path = tuple((0, p, "") if isinstance(p, int) else (1, 0, p) for p in diag.path)
     return path, diag.rule, diag.message
-
-
-def _as_resource(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """A top-level or embedded object: its `metadata` is ObjectMeta, which the API server
-    checks itself, so an undetailed `metadata` schema keeps every field."""
-    props = schema.get("properties")
-    meta = props.get("metadata") if isinstance(props, dict) else None
-    out = dict(schema)
-    if props is not None and isinstance(meta, dict) and "properties" not in meta:
-        out["properties"] = {**props, "metadata": {
-            **meta, "x-kubernetes-preserve-unknown-fields": True}}
-    return out
-
-
-def _error(rule: str, message: str, path: Path) -> Diagnostic:
-    return Diagnostic(Severity.ERROR, f"TJC-SCHEMA-{rule}", message, path, subject=SUBJECT)
-
-
-def show(value: Any) -> str:
-    """A value as JSON, cut short when long."""
-    text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
-    return text if len(text) <= _SHOW_LIMIT else text[:_SHOW_LIMIT - 3] + "..."
-
-
-def _count(n: int, noun: str, plural: str = "") -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {plural or noun + 's'}"
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _type_ok(value: Any, expected: str) -> bool:
-    """JSON type membership as Kubernetes sees it: a whole float is an integer."""
-    if isinstance(value, bool):
-        return expected == "boolean"
-    if expected == "integer":
-        return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
-    if expected == "ios":
-        return isinstance(value, str) or _type_ok(value, "integer")
-    return isinstance(value, _EXACT.get(expected, object))
-
-
-def _freeze(value: Any) -> Any:
-    """A hashable identity for list uniqueness (JSON equality, booleans apart from numbers)."""
-    if isinstance(value, bool) or value is None:
-        return ("b", value)
-    if isinstance(value, int | float | str):
-        return value
-    return ("j", json.dumps(value, sort_keys=True, default=str))
-
-
-class _Node:
-    """One compiled schema; its children are compiled on first use."""
-
-    __slots__ = ("additional", "checks", "declared", "embedded", "exact", "item_schema",
-                 "items", "list_keys", "list_type", "nullable", "open", "props", "raw",
-                 "required", "types")
-
-    def __init__(self, raw: Mapping[str, Any]) -> None:
-        if raw.get("x-kubernetes-embedded-resource"):
-            raw = _as_resource(raw)
-        self.raw = raw
-        self.nullable = bool(raw.get("nullable"))
-        self.types = _types(raw)
-        self.exact: tuple[type, ...] = tuple(
-            t for name in self.types or () for t in _EXACT.get(name, ()))
-        self.checks: tuple[Check, ...] = _value_checks(raw, self.types)
-        declared = raw.get("properties")
-        self.declared: Mapping[str, Any] = declared if isinstance(declared, dict) else {}
-        self.props: dict[str, _Node] = {}
-        self.required: tuple[str, ...] = tuple(raw.get("required") or ())
-        extra = raw.get("additionalProperties")
-        self.additional: _Node | bool | None = (
-            None if extra is None else extra if isinstance(extra, bool) else _Node(extra))
-        self.embedded = bool(raw.get("x-kubernetes-embedded-resource"))
-        self.open = bool(raw.get("x-kubernetes-preserve-unknown-fields")) or (
-            extra is True) or not ("properties" in raw or "type" in raw or extra is not None)
-        item_schema = raw.get("items")
-        self.item_schema: Mapping[str, Any] | None = (
-            item_schema if isinstance(item_schema, dict) else None)
-        self.items: _Node | None = None
-        self.list_type: str = raw.get("x-kubernetes-list-type", "")
-        if raw.get("uniqueItems") is True and not self.list_type:
-            self.list_type = "set"
-        self.list_keys: tuple[str, ...] = tuple(raw.get("x-kubernetes-list-map-keys") or ())
-
-    def check(self, value: Any, path: Path, out: Out) -> None:
-        """Report every problem of `value` (found at `path`) into `out`."""
-        if value is None:
-            if self.types is not None and not self.nullable:
-                out.append(_type_error(self.types, value, path))
-            return
-        types = self.types
-        if types is not None and type(value) not in self.exact \
-                and not any(_type_ok(value, t) for t in types):
-            out.append(_type_error(types, value, path))
-            return
-        for check in self.checks:
-            check(value, path, out)
-        if isinstance(value, dict):
-            self.mapping(value, path, out)
-        elif isinstance(value, list):
-            self.sequence(value, path, out)
-
-    def mapping(self, value: dict[str, Any], path: Path, out: Out) -> None:
-        for name in self.required:
-            if name not in value:
-                out.append(_error("REQUIRED", f"required field {name!r} is missing", path))
-        props = self.props
-        for key, item in value.items():
-            node = props.get(key)
-            if node is None:
-                node = self.child(key)
-                if node is None:
-                    if not (self.open or (self.embedded and key in _EMBEDDED_FIELDS)):
-                        out.append(_error("UNKNOWN-FIELD", "unknown field; the schema does "
-                                          "not declare it, so the API server drops it (or "
-                                          "rejects the object under strict field validation)",
-                                          (*path, key)))
-                    continue
-            node.check(item, (*path, key), out)
-
-    def child(self, key: str) -> _Node | None:
-        """The node of property `key`: declared, else additionalProperties, else None."""
-        raw = self.declared.get(key)
-        if isinstance(raw, dict):
-            node = self.props[key] = _Node(raw)
-            return node
-        return self.additional if isinstance(self.additional, _Node) else None
-
-    def sequence(self, value: list[Any], path: Path, out: Out) -> None:
-        if self.item_schema is not None:
-            items = self.items
-            if items is None:
-                items = self.items = _Node(self.item_schema)
-            for index, item in enumerate(value):
-                items.check(item, (*path, index), out)
-        if self.list_type == "map" and self.list_keys:
-            self.unique_keys(value, path, out)
-        elif self.list_type == "set":
-            _unique_items(value, path, out)
-
-    def unique_keys(self, value: list[Any], path: Path, out: Out) -> None:
-        """A list-type map: no two items with the same values of the map keys (a missing
-        key counts as its schema default; an item without it and without default is skipped:
-        `required` reports it)."""
-        defaults = self.key_defaults()
-        seen: dict[tuple[Any, ...], int] = {}
-        for index, item in enumerate(value):
-            if not isinstance(item, dict):
-                continue
-            values = [item.get(k, defaults.get(k)) for k in self.list_keys]
-            if any(v is None for v in values):
-                continue
-            frozen = tuple(_freeze(v) for v in values)
-            first = seen.setdefault(frozen, index)
-            if first != index:
-                key = ", ".join(f"{k}={show(v)}" for k, v in zip(self.list_keys, values,
-                                                                 strict=True))
-                out.append(_error("DUPLICATE-KEY", f"duplicate entry for key [{key}] (first at "
-                                  f"index {first}); entries must be unique by "
-                                  f"{', '.join(self.list_keys)}", (*path, index)))
-
-    def key_defaults(self) -> dict[str, Any]:
-        props = (self.item_schema or {}).get("properties") or {}
-        return {k: props[k]["default"] for k in self.list_keys
-                if isinstance(props.get(k), dict) and "default" in props[k]}
-
-
-def _unique_items(value: list[Any], path: Path, out: Out) -> None:
-    seen: dict[Any, int] = {}
-    for index, item in enumerate(value):
-        first = seen.setdefault(_freeze(item), index)
-        if first != index:
-            out.append(_error("DUPLICATE-ITEM", f"duplicate value {show(item)} (first at index "
-                              f"{first}); items must be unique", (*path, index)))
-
-
-def _types(raw: Mapping[str, Any]) -> tuple[str, ...] | None:
-    if raw.get("x-kubernetes-int-or-string"):
-        return ("ios",)
-    declared = raw.get("type")
-    if declared is None:
-        return None
-    return tuple(declared) if isinstance(declared, list) else (declared,)
-
-
-def _type_error(types: tuple[str, ...], value: Any, path: Path) -> Diagnostic:
-    want = " or ".join(_ARTICLES.get(t, t) for t in types)
-    got = _NAMES.get(type(value), type(value).__name__)
-    return _error("TYPE", f"expected {want}, got {got}", path)
-
-
-def _value_checks(raw: Mapping[str, Any], types: tuple[str, ...] | None) -> tuple[Check, ...]:
-    """The keyword checks of one schema that look at the value itself, in a fixed order."""
-    checks: list[Check | None] = [
-        _enum(raw["enum"]) if "enum" in raw else None,
-        _format(raw.get("format"), types),
-        _bound(raw, "minimum"), _bound(raw, "maximum"),
-        _multiple_of(raw.get("multipleOf")),
-        _size(raw.get("minLength"), "MINLENGTH", str, "character", at_least=True),
-        _size(raw.get("maxLength"), "MAXLENGTH", str, "character", at_least=False),
-        _pattern(raw.get("pattern")),
-        _size(raw.get("minItems"), "MINITEMS", list, "item", at_least=True),
-        _size(raw.get("maxItems"), "MAXITEMS", list, "item", at_least=False),
-        _size(raw.get("minProperties"), "MINPROPERTIES", dict, "propert", at_least=True),
-        _size(raw.get("maxProperties"), "MAXPROPERTIES", dict, "propert", at_least=False),
-        *_combinators(raw, types),
-    ]
-    return tuple(c for c in checks if c is not None)
-
-
-def _enum(allowed: list[Any]) -> Check:
-    frozen = {_freeze(v) for v in allowed}
-    listed = ", ".join(show(v) for v in allowed)
-
-    def check(value: Any, path: Path, out: Out) -> None:
-        if _freeze(value) not in frozen:
-            out.append(_error("ENUM", f"{show(value)} is not one of {listed}", path))
-    return check
-
-
-def _format(name: Any, types: tuple[str, ...] | None) -> Check | None:
-    if name in ("int32", "int64"):
-        low, high = INT32 if name == "int32" else INT64
-
-        def check_int(value: Any, path: Path, out: Out) -> None:
-            if _number(value) and not low <= value <= high:
-                out.append(_error("FORMAT", f"{show(value)} does not fit in {name}; expected "
-                                  f"a value from {low} to {high}", path))
-        return check_int
-    if name == "date-time":
-        def check_time(value: Any, path: Path, out: Out) -> None:
-            if isinstance(value, str) and not _DATE_TIME.fullmatch(value):
-                out.append(_error("FORMAT", f"{show(value)} is not a date-time; expected RFC "
-                                  "3339 such as 2006-01-02T15:04:05Z", path))
-        return check_time
-    return None
-
-
-def _bound(raw: Mapping[str, Any], keyword: str) -> Check | None:
-    limit = raw.get(keyword)
-    if not _number(limit):
-        return None
-    lower = keyword == "minimum"
-    exclusive = raw.get("exclusiveMinimum" if lower else "exclusiveMaximum") is True
-    rule = keyword.upper()
-    if lower:
-        words = "is not greater than the exclusive minimum" if exclusive else \
-            "is less than the minimum"
-    else:
-        words = "is not less than the exclusive maximum" if exclusive else \
-            "is greater than the maximum"
-
-    def check(value: Any, path: Path, out: Out) -> None:
-        if not _number(value):
-            return
-        if lower:
-            bad = value <= limit if exclusive else value < limit
-        else:
-            bad = value >= limit if exclusive else value > limit
-        if bad:
-            out.append(_error(rule, f"{show(value)} {words} {show(limit)}", path))
-    return check
-
-
-def _multiple_of(factor: Any) -> Check | None:
-    if not _number(factor) or factor <= 0:
-        return None
-
-    def check(value: Any, path: Path, out: Out) -> None:
-        if not _number(value):
-            return
-        quotient = value / factor
-        if not (math.isfinite(quotient) and quotient == int(quotient)):
-            out.append(_error("MULTIPLEOF", f"{show(value)} is not a multiple of {show(factor)}",
-                              path))
-    return check
-
-
-def _size(limit: Any, rule: str, kind: type[Sized], noun: str, *, at_least: bool) -> Check | None:
-    if not _number(limit):
-        return None
-    single, plural = (noun + "y", noun + "ies") if noun == "propert" else (noun, noun + "s")
-    bound = "at least" if at_least else "at most"
-    expected = f"must have {bound} {_count(int(limit), single, plural)}"
-
-    def check(value: Any, path: Path, out: Out) -> None:
-        if isinstance(value, kind):
-            size = len(value)
-            if (size < limit) if at_least else (size > limit):
-                out.append(_error(rule, f"{expected}, has {size}", path))
-    return check
-
-
-@functools.cache
-def _compiled_pattern(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern)
-
-
-def _pattern(pattern: Any) -> Check | None:
-    if not isinstance(pattern, str):
-        return None
-    regex = _compiled_pattern(pattern)
-
-    def check(value: Any, path: Path, out: Out) -> None:
-        if isinstance(value, str) and regex.search(value) is None:
-            out.append(_error("PATTERN", f"{show(value)} does not match {pattern}", path))
-    return check
-
-
-def _combinators(raw: Mapping[str, Any], types: tuple[str, ...] | None) -> list[Check]:
-    """allOf / anyOf / oneOf / not. The `anyOf: [{type: integer}, {type: string}]` that
-    accompanies `x-kubernetes-int-or-string` is what the type check already does."""
-    checks: list[Check] = []
-    for sub in raw.get("allOf") or ():
-        checks.append(_Node(sub).check)
-    branches = raw.get("anyOf")
-    if branches and not (types == ("ios",) and all(set(b) <= {"type"} for b in branches)):
-        checks.append(_alternatives([_Node(b) for b in branches], "ANYOF"))
-    if raw.get("oneOf"):
-        checks.append(_alternatives([_Node(b) for b in raw["oneOf"]], "ONEOF"))
-    if isinstance(raw.get("not"), dict):
-        checks.append(_negation(_Node(raw["not"])))
-    return checks
-
-
-def _alternatives(nodes: list[_Node], rule: str) -> Check:
-    def check(value: Any, path: Path, out: Out) -> None:
-        matched = 0
-        for node in nodes:
-            probe: Out = []
-            node.check(value, path, probe)
-            matched += not probe
-        if rule == "ANYOF" and not matched:
-            out.append(_error(rule, f"matches none of the {len(nodes)} allowed schemas", path))
-        elif rule == "ONEOF" and matched != 1:
-            out.append(_error(rule, f"matches {matched} of the {len(nodes)} alternative schemas; "
-                              "expected exactly one", path))
-    return check
-
-
-def _negation(node: _Node) -> Check:
-    def check(value: Any, path: Path, out: Out) -> None:
-        probe: Out = []
-        node.check(value, path, probe)
-        if not probe:
-            out.append(_error("NOT", "matches a schema it must not match", path))
-    return check
