@@ -6,7 +6,10 @@ nodes; `tests/e2e/controlplane.py`) and the built-in runtimes; the controller is
 ready, then 1,000 TrainJobs (`torch-distributed`, one node each) are created by 8 threads.
 Measured: seconds from the first create until every JobSet exists, and until every TrainJob
 is `Complete` (kwok runs each pod for one second); the controller's CPU seconds (user + system,
-from /proc) over that span and its peak resident memory (VmHWM). Prints a table (with the
+from /proc) over that span and its peak resident memory (VmHWM). Then where the time went: when
+the last JobSet was Completed by the JobSet controller (its condition's time), and the median
+and largest lag from a JobSet's Completed to its TrainJob's Complete (the part a TrainJob
+controller adds; condition times have one-second resolution). Prints a table (with the
 machine's 1-minute load average when each measurement started and ended: the machine may be
 shared) and the ratios.
 
@@ -21,10 +24,12 @@ from __future__ import annotations
 import argparse
 import http.client
 import os
+import statistics
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +55,8 @@ class Figures:
     peak_mib: float
     finished: bool
     load: tuple[float, float] = (0.0, 0.0)
+    jobsets_done_s: float = float("nan")
+    lag_s: tuple[float, float] = (float("nan"), float("nan"))
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -85,6 +92,36 @@ def _count(api: Any, plural: str, done: Any = None) -> int:
     items = cl.api_request(api, "GET", f"/apis/{group}/namespaces/{NAMESPACE}/{plural}",
                            timeout=120)["items"]
     return sum(1 for item in items if done is None or done(item))
+
+
+def _finished_at(item: dict[str, Any], kind: str) -> float | None:
+    """When `item`'s condition `kind` became True (epoch seconds; None: not yet)."""
+    for c in (item.get("status") or {}).get("conditions") or []:
+        if c.get("type") == kind and c.get("status") == "True" and c.get("lastTransitionTime"):
+            stamp = datetime.strptime(c["lastTransitionTime"], "%Y-%m-%dT%H:%M:%SZ")
+            return stamp.replace(tzinfo=UTC).timestamp()
+    return None
+
+
+def _where_the_time_went(api: Any, wall0: float) -> tuple[float, tuple[float, float]]:
+    """Seconds from the first create until the last JobSet was Completed (by the JobSet
+    controller's own condition time), and the median and largest lag from a JobSet's
+    Completed to its TrainJob's Complete (what the TrainJob controller adds)."""
+    def listed(plural: str) -> list[dict[str, Any]]:
+        group = "jobset.x-k8s.io/v1alpha2" if plural == "jobsets" else TRAINER
+        found: list[dict[str, Any]] = cl.api_request(
+            api, "GET", f"/apis/{group}/namespaces/{NAMESPACE}/{plural}", timeout=120)["items"]
+        return found
+    jobsets = {j["metadata"]["name"]: _finished_at(j, "Completed") for j in listed("jobsets")}
+    lags = []
+    for job in listed("trainjobs"):
+        done, jobset_done = _finished_at(job, "Complete"), jobsets.get(job["metadata"]["name"])
+        if done is not None and jobset_done is not None:
+            lags.append(done - jobset_done)
+    ends = [t for t in jobsets.values() if t is not None]
+    if not ends or not lags:
+        return float("nan"), (float("nan"), float("nan"))
+    return max(ends) - wall0, (statistics.median(lags), max(lags))
 
 
 def _complete(job: dict[str, Any]) -> bool:
@@ -125,7 +162,7 @@ def run_one(which: str, count: int, upstream_qps: int = 50) -> Figures:
 def _measure(which: str, api: Any, pid: int, count: int) -> Figures:
     cpu0 = _cpu_seconds(pid)
     load0 = os.getloadavg()[0]
-    start = time.monotonic()
+    start, wall0 = time.monotonic(), time.time()
 
     def create(i: int) -> None:
         cl.api_request(api, "POST", f"/apis/{TRAINER}/namespaces/{NAMESPACE}/trainjobs", {
@@ -143,8 +180,10 @@ def _measure(which: str, api: Any, pid: int, count: int) -> Figures:
             complete_s = time.monotonic() - start
             break
         time.sleep(1)
-    return Figures(which, jobsets_s, complete_s, _cpu_seconds(pid) - cpu0, _peak_mib(pid),
-                   finished=complete_s == complete_s, load=(load0, os.getloadavg()[0]))
+    figures = Figures(which, jobsets_s, complete_s, _cpu_seconds(pid) - cpu0, _peak_mib(pid),
+                      finished=complete_s == complete_s, load=(load0, os.getloadavg()[0]))
+    figures.jobsets_done_s, figures.lag_s = _where_the_time_went(api, wall0)
+    return figures
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -158,10 +197,11 @@ def main(argv: list[str] | None = None) -> int:
     runs = [args.only] if args.only else ["tjc", "upstream"]
     results = [run_one(which, args.count, args.upstream_qps) for which in runs]
     print(f"{'controller':<10} {'all JobSets s':>14} {'all Complete s':>15} {'CPU s':>7} "
-          f"{'peak MiB':>9} {'load avg':>10}")
+          f"{'peak MiB':>9} {'load avg':>10}  {'JobSets done s':>14} {'lag p50/max s':>14}")
     for r in results:
         print(f"{r.controller:<10} {r.jobsets_s:>14.1f} {r.complete_s:>15.1f} {r.cpu_s:>7.1f} "
-              f"{r.peak_mib:>9.0f} {r.load[0]:>4.1f}->{r.load[1]:<4.1f}")
+              f"{r.peak_mib:>9.0f} {r.load[0]:>4.1f}->{r.load[1]:<4.1f}  "
+              f"{r.jobsets_done_s:>14.0f} {r.lag_s[0]:>6.0f}/{r.lag_s[1]:<7.0f}")
     if len(results) == 2:
         ours, theirs = results
         print(f"ratios tjc/upstream: JobSets {ours.jobsets_s / theirs.jobsets_s:.2f}x, Complete "
