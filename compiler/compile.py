@@ -17,7 +17,7 @@ from typing import Any
 
 from compiler import admission, structural, typed
 from compiler.context import CompileOptions, Context, build_context
-from compiler.data import fast_copy
+from compiler.data import Obj, fast_copy
 from compiler.defaults import default_in_place
 from compiler.diagnostics import (
     Diagnostic,
@@ -34,7 +34,6 @@ from compiler.plugins.edits import apply_edit
 from compiler.plugins.graph import plugin_order
 from compiler.resolve import RUNTIME_KINDS, runtime_key, wanted_key
 
-Obj = dict[str, Any]
 TRAINER_CONTROLLER = "trainer.kubeflow.org/trainjob-controller"
 
 

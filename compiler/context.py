@@ -13,10 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from compiler import smp, typed
-from compiler.data import copy_json
+from compiler.data import Obj, copy_json
 from compiler.defaults import canonicalize_quantities, quantity_tree
 
-Obj = dict[str, Any]
 SSHKeySource = Callable[[str, str], "SSHKeyPair"]
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from compiler import emit
 from compiler.compile import CompileResult, PreparedRuntime, compile_defaulted, prepare_runtime
 from compiler.context import ANCESTOR_LABEL, TRAINER, CompileOptions, merge_patches, runtime_patches
-from compiler.data import fast_copy, get_path
+from compiler.data import Obj, fast_copy, get_path
 from compiler.defaults import apply_defaults, default_in_place
 from compiler.diagnostics import Diagnostic, Path, format_path
 from compiler.loader import Document
@@ -36,7 +36,6 @@ from compiler.plugins.graph import build_graph, plugin_order
 from compiler.resolve import RUNTIME_KINDS, not_found, runtime_key, wanted_key
 from compiler.structural import sanitize
 
-Obj = dict[str, Any]
 KEYS = {"replicatedJobs": "name", "containers": "name", "initContainers": "name",
         "env": "name", "volumes": "name", "volumeMounts": "mountPath", "ports": "containerPort"}
 ITEM_LISTS = ("env", "volumes", "volumeMounts", "ports", "envFrom")

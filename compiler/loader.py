@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 
 from compiler import yamlscalars
+from compiler.data import Obj
 from compiler.diagnostics import Diagnostic, Location, error
 from compiler.diagnostics import Path as FieldPath
 from compiler.errors import InputError
@@ -35,7 +36,6 @@ from compiler.yamlscalars import mapping_key
 
 MAX_BYTES = 64 * 1024 * 1024
 SUFFIXES = (".yaml", ".yml", ".json")
-Obj = dict[str, Any]
 
 
 class _Loader(yaml.CSafeLoader):

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from compiler.data import Obj
 from compiler.quantity import QuantityError, canonical
 
-Obj = dict[str, Any]
 Match = Callable[[Obj, Obj], bool]
 
 

@@ -16,13 +16,13 @@ from typing import Any
 
 from compiler import emit
 from compiler.builtin import builtin_runtimes
+from compiler.data import Obj
 from compiler.defaults import apply_defaults
 from compiler.diagnostics import Diagnostic, Severity, has_errors
 from compiler.inputs import kind_of, runtime_table
 from compiler.loader import Document, Source, parse_source, read_sources
 from compiler.resolve import runtime_key
 
-Obj = dict[str, Any]
 FRAMEWORK_LABEL = "trainer.kubeflow.org/framework"
 SUPPORT_LABEL = "trainer.kubeflow.org/support"
 ML_SOURCES = ("torch", "mpi", "jax", "xgboost", "flux")

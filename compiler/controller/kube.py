@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-Obj = dict[str, Any]
+from compiler.data import Obj
+
 FIELD_MANAGER = "trainer"
 
 

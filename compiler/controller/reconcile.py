@@ -19,7 +19,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from compiler.compile import compile_trainjob
 from compiler.context import CompileOptions, SSHKeySource
@@ -32,13 +32,13 @@ from compiler.controller.kube import (
     ApiError,
     Kube,
 )
+from compiler.data import Obj
 
 if TYPE_CHECKING:
     from compiler.policy.engine import PolicySet
 
 LOG = logging.getLogger("tjc.controller")
 
-Obj = dict[str, Any]
 Key = tuple[str, str]
 MANAGED_BY = "trainer.kubeflow.org/trainjob-controller"
 INVALID_REASON = "TrainJobInvalid"

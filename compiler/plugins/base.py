@@ -14,9 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from compiler.context import NODE, TRAINER, Context, PodSet
+from compiler.data import Obj
 from compiler.diagnostics import Diagnostic
-
-Obj = dict[str, Any]
 
 
 @dataclass(frozen=True)

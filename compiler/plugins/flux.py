@@ -29,12 +29,12 @@ import functools
 import hashlib
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import x25519
 
 from compiler.context import NODE, TRAINER, Context
+from compiler.data import Obj
 from compiler.diagnostics import error
 from compiler.plugins.base import (
     AddInitContainer,
@@ -49,7 +49,6 @@ from compiler.plugins.base import (
 )
 from compiler.resources import gpu_count, node_resources
 
-Obj = dict[str, Any]
 INSTALLER = "flux-installer"
 DEFAULTS = {"FLUX_VIEW_IMAGE": "ghcr.io/converged-computing/flux-view-ubuntu:tag-jammy",
             "FLUX_NETWORK_DEVICE": "eth0", "FLUX_QUEUE_POLICY": "fcfs"}

@@ -8,13 +8,11 @@ controller ownerReference (only when the TrainJob has a uid: the compiler never 
 
 from __future__ import annotations
 
-from typing import Any
-
 from compiler.context import ANCESTOR_LABEL, NODE, TRAINER, Context
+from compiler.data import Obj
 from compiler.plugins.base import PluginResult, PluginSpec, ml_policy_has, object_metadata
 from compiler.upsert import env_vars, port_match, upsert, upsert_env
 
-Obj = dict[str, Any]
 INITIALIZERS = ("dataset-initializer", "model-initializer")
 INITIALIZER_KEYS = {"dataset-initializer": "dataset", "model-initializer": "model"}
 

@@ -18,6 +18,7 @@ import base64
 from typing import Any
 
 from compiler.context import NODE, Context, PodSet
+from compiler.data import Obj
 from compiler.diagnostics import Diagnostic, Severity, error
 from compiler.errors import CompileError
 from compiler.plugins.base import (
@@ -34,7 +35,6 @@ from compiler.plugins.base import (
 )
 from compiler.resources import gpu_count, int32, node_resources
 
-Obj = dict[str, Any]
 LAUNCHER = "launcher"
 OPENMPI = "OpenMPI"
 SLOTS = "mpi.numProcPerNode"

@@ -10,9 +10,8 @@ targets get the PET and master envs even without `spec.trainer`.
 
 from __future__ import annotations
 
-from typing import Any
-
 from compiler.context import ANCESTOR_LABEL, NODE, TRAINER, Context
+from compiler.data import Obj
 from compiler.diagnostics import error
 from compiler.errors import CompileError
 from compiler.plugins.base import (
@@ -31,7 +30,6 @@ from compiler.plugins.base import (
 from compiler.resources import cpu_count, gpu_count, int32, node_resources
 from compiler.upsert import env_vars
 
-Obj = dict[str, Any]
 TUNE_ENTRYPOINT = ["tune", "run"]
 IMMUTABLE_CONFIGS = frozenset({"output_dir", "tokenizer.path", "checkpointer.checkpoint_dir",
                                "tokenizer.merges_file"})

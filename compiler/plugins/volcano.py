@@ -9,9 +9,8 @@ replicatedJob that sets one, and the policy's networkTopology.
 
 from __future__ import annotations
 
-from typing import Any
-
 from compiler.context import Context
+from compiler.data import Obj
 from compiler.plugins.base import (
     PluginResult,
     PluginSpec,
@@ -21,7 +20,6 @@ from compiler.plugins.base import (
 )
 from compiler.resources import pod_group_totals
 
-Obj = dict[str, Any]
 GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
 QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 

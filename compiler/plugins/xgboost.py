@@ -9,9 +9,8 @@ else 1), then port 29500.
 
 from __future__ import annotations
 
-from typing import Any
-
 from compiler.context import Context
+from compiler.data import Obj
 from compiler.plugins.base import (
     TRAINER_PORT,
     PluginResult,
@@ -22,8 +21,6 @@ from compiler.plugins.base import (
     trainer_env_and_port,
 )
 from compiler.resources import gpu_count, int32, node_resources
-
-Obj = dict[str, Any]
 
 
 def active(ctx: Context) -> bool:

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from compiler.compile import PreparedRuntime
-from compiler.data import get_path
+from compiler.data import Obj, get_path
 from compiler.diagnostics import Diagnostic, Location, ObjectRef
 from compiler.explain import Explainer
 from compiler.loader import Document, Source
@@ -25,7 +25,6 @@ from compiler.validation import object_ref
 if TYPE_CHECKING:
     from compiler.policy.worker import Worker
 
-Obj = dict[str, Any]
 Path = tuple[str | int, ...]
 
 

@@ -15,13 +15,11 @@ from collections.abc import Iterator
 from typing import Any
 
 from compiler.context import ANCESTOR_LABEL, NODE, TRAINER
-from compiler.data import get_path
+from compiler.data import Obj, get_path
 from compiler.diagnostics import Diagnostic, Path, Severity
 from compiler.plugins.base import TRAINER_PORT
 from compiler.plugins.torch import TUNE_ENTRYPOINT
 from compiler.resources import gpu_count
-
-Obj = dict[str, Any]
 
 RUNTIME_JOBS: Path = ("spec", "template", "spec", "replicatedJobs")
 POD_SPEC: Path = ("template", "spec", "template", "spec")

@@ -43,7 +43,7 @@ from typing import Any
 
 from compiler import typed
 from compiler.context import ANCESTOR_LABEL, NODE, Context, build_context
-from compiler.data import fast_copy, get_path
+from compiler.data import Obj, fast_copy, get_path
 from compiler.defaults import canonicalize_quantities, default_in_place, quantity_tree
 from compiler.diagnostics import Diagnostic, Path, Severity, error
 from compiler.errors import TjcError
@@ -59,8 +59,6 @@ from compiler.plugins.torch import (
 from compiler.resolve import wanted_key
 from compiler.resources import gpu_count, node_resources
 from compiler.structural import sanitize
-
-Obj = dict[str, Any]
 
 SUPPORT_LABEL = "trainer.kubeflow.org/support"
 WEBHOOK_VALIDATION_LABEL = "trainer.kubeflow.org/webhook-validation"
