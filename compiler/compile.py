@@ -32,6 +32,7 @@ from compiler.plugins import REGISTRY
 from compiler.plugins.base import PluginResult, PluginSpec
 from compiler.plugins.edits import apply_edit
 from compiler.plugins.graph import plugin_order
+from compiler.provenance import Recorder, made, root_of
 from compiler.resolve import RUNTIME_KINDS, runtime_key, wanted_key
 
 TRAINER_CONTROLLER = "trainer.kubeflow.org/trainjob-controller"
@@ -44,7 +45,7 @@ class CompileResult:
     objects: tuple[Obj, ...]
     diagnostics: tuple[Diagnostic, ...]
     plugins: tuple[str, ...] = ()
-    trace: tuple[tuple[str, Any], ...] = ()
+    origins: Recorder | None = None
 
     @property
     def ok(self) -> bool:
@@ -125,9 +126,10 @@ def compile_defaulted(tj: Obj, prepared: PreparedRuntime, *, options: CompileOpt
     if manager is not None:
         return CompileResult((), tuple(with_object([*notes, manager], ref)))
     try:
-        ctx = build_context(tj, prepared.doc, fast_copy(prepared.spec))
-        ctx.options = options or CompileOptions()
-        ctx.trace = [] if ctx.options.trace else None
+        options = options or CompileOptions()
+        ctx = build_context(tj, prepared.doc, fast_copy(prepared.spec),
+                            Recorder(enabled=options.trace))
+        ctx.options = options
         plugins = plugin_order([p for p in REGISTRY if p.active(ctx)])
         objects, diagnostics = _run_plugins(ctx, plugins)
     except TjcError as exc:
@@ -136,7 +138,8 @@ def compile_defaulted(tj: Obj, prepared: PreparedRuntime, *, options: CompileOpt
     if has_errors(diagnostics):
         objects = []
     return CompileResult(tuple(objects), tuple(with_object(diagnostics, ref)),
-                         tuple(p.name for p in plugins), tuple(ctx.trace or ()))
+                         tuple(p.name for p in plugins),
+                         ctx.origins if ctx.origins.enabled else None)
 
 
 def _prepare_trainjob(trainjob: Mapping[str, Any]) -> tuple[Obj, list[Diagnostic]]:
@@ -161,12 +164,20 @@ def _run_plugins(ctx: Context, plugins: list[PluginSpec]) -> tuple[list[Obj], li
                 continue
             result: PluginResult = step(ctx)
             for edit in result.edits:
-                apply_edit(ctx, edit)
-            if ctx.trace is not None:
-                ctx.trace += [(plugin.name, item) for item in (*result.edits, *result.objects)]
+                apply_edit(ctx, edit, plugin.name)
+            for obj in result.objects:
+                _record_object(ctx, obj, plugin.name)
             objects.extend(result.objects)
             diagnostics.extend(result.diagnostics)
     return objects, diagnostics
+
+
+def _record_object(ctx: Context, obj: Obj, plugin: str) -> None:
+    """A side object is its plugin's, whole (the JobSet builder records its own fields)."""
+    root = root_of(obj)
+    if ctx.origins.enabled and not ctx.origins.knows(root):
+        ctx.origins.add_output(root, obj)
+        ctx.origins.record(root, made(f"plugin {plugin}"))
 
 
 def managed_elsewhere(tj: Mapping[str, Any]) -> Diagnostic | None:

@@ -20,10 +20,12 @@ from compiler.diagnostics import Diagnostic
 
 @dataclass(frozen=True)
 class SetCount:
-    """Set the pod count of a pod set (upstream `PodSet.Count`)."""
+    """Set the pod count of a pod set (upstream `PodSet.Count`) from `spec.trainer.numNodes`;
+    `note` says how, when the count is not numNodes itself (MPI's launcher as a node)."""
 
     pod_set: int
     count: int
+    note: str = ""
 
 
 @dataclass(frozen=True)
@@ -84,10 +86,12 @@ class SetFact:
 @dataclass(frozen=True)
 class SetTrainerCommand:
     """Replace the in-memory `spec.trainer.command` the builder will write (torchtune, flux);
-    `clear_args` also drops `spec.trainer.args` (flux: the runtime's args then stay)."""
+    `clear_args` also drops `spec.trainer.args` (flux: the runtime's args then stay); `how`
+    says what the plugin did to the TrainJob's command (for `tjc explain`)."""
 
     command: tuple[str, ...]
     clear_args: bool = False
+    how: str = "set by a plugin"
 
 
 @dataclass(frozen=True)

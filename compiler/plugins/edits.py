@@ -1,8 +1,8 @@
 """Apply plugin edits to the context with upstream's upsert rules.
 
 Called by `compiler.compile` after each plugin phase, so the next plugin sees the result. Each
-applied edit is recorded with the plugin's name for provenance. Pure (mutates only the context
-it is given, which the compile owns).
+write is recorded with the plugin's name in the context's origin recorder
+(`compiler.provenance`). Pure (mutates only the context it is given, which the compile owns).
 """
 
 from __future__ import annotations
@@ -26,34 +26,61 @@ from compiler.plugins.base import (
     UpsertPorts,
     UpsertVolumes,
 )
+from compiler.provenance import Origin
+
+UNRECORDED = Origin("")
 
 
-def apply_edit(ctx: Context, edit: Edit) -> None:
-    """Apply one edit to the context (list items are copied: edits stay the plugin's)."""
+def apply_edit(ctx: Context, edit: Edit, plugin: str = "") -> None:
+    """Apply one edit to the context (list items are copied: edits stay the plugin's) and
+    record what it wrote as `plugin`'s."""
+    made = Origin(f"plugin {plugin}") if ctx.origins.enabled else UNRECORDED
     if isinstance(edit, SetCount):
-        ctx.pod_sets[edit.pod_set].count = edit.count
-    elif isinstance(edit, UpsertEnv):
-        upsert.upsert_env(_container(ctx.pod_sets[edit.pod_set], edit.container, edit.init),
-                          fast_copy(list(edit.items)))
-    elif isinstance(edit, UpsertPorts):
-        upsert.upsert_ports(_container(ctx.pod_sets[edit.pod_set], edit.container, edit.init),
-                            fast_copy(list(edit.items)))
-    elif isinstance(edit, UpsertMounts):
-        upsert.upsert_mounts(_container(ctx.pod_sets[edit.pod_set], edit.container, edit.init),
-                             fast_copy(list(edit.items)))
+        ps = ctx.pod_sets[edit.pod_set]
+        ps.count = edit.count
+        ps.count_origin = Origin(f"trainJob spec.trainer.numNodes{edit.note}, via plugin {plugin}",
+                                 "trainjob", ("spec", "trainer", "numNodes"))
+    elif isinstance(edit, UpsertEnv | UpsertPorts | UpsertMounts):
+        _upsert_container(ctx, edit, made)
     elif isinstance(edit, UpsertVolumes):
-        upsert.upsert_volumes(ctx.pod_sets[edit.pod_set].pod_spec, fast_copy(list(edit.items)))
+        ps = ctx.pod_sets[edit.pod_set]
+        landed = upsert.upsert_volumes(ps.pod_spec, fast_copy(list(edit.items)))
+        ctx.origins.record_items(ctx.pod_path(ps, "volumes"), landed, [made] * len(landed))
     elif isinstance(edit, SetPodMetadata):
         target = ctx.pod_labels if edit.kind == "labels" else ctx.pod_annotations
         target.update(dict(edit.items))
+        ctx.pod_meta_origins.update({(edit.kind, key): made for key, _ in edit.items})
     elif isinstance(edit, SetTrainerCommand):
         ctx.trainer_command = list(edit.command)
         ctx.clear_trainer_args = ctx.clear_trainer_args or edit.clear_args
+        ctx.command_origin = Origin(f"trainJob spec.trainer.command, {edit.how}", "trainjob",
+                                    ("spec", "trainer", "command")) \
+            if "command" in (ctx.trainer or {}) else made
     elif isinstance(edit, AddInitContainer):
-        pod_spec = ctx.pod_sets[edit.pod_set].pod_spec
-        pod_spec.setdefault("initContainers", []).append(fast_copy(edit.container))
+        ps = ctx.pod_sets[edit.pod_set]
+        inits = ps.pod_spec.setdefault("initContainers", [])
+        inits.append(fast_copy(edit.container))
+        ctx.origins.record(ctx.pod_path(ps, "initContainers", len(inits) - 1),
+                           Origin(f"plugin {plugin} (init container it adds)"))
     elif isinstance(edit, SetFact):
         ctx.facts[edit.key] = edit.value
+
+
+_UPSERTS = {UpsertEnv: ("env", upsert.upsert_env), UpsertPorts: ("ports", upsert.upsert_ports),
+            UpsertMounts: ("volumeMounts", upsert.upsert_mounts)}
+
+
+def _upsert_container(ctx: Context, edit: UpsertEnv | UpsertPorts | UpsertMounts,
+                      made: Origin) -> None:
+    ps = ctx.pod_sets[edit.pod_set]
+    field, apply = _UPSERTS[type(edit)]
+    container = _container(ps, edit.container, edit.init)
+    landed = apply(container, fast_copy(list(edit.items)))
+    if ctx.origins.enabled:
+        key = "initContainers" if edit.init else "containers"
+        index = next(i for i, c in enumerate(ps.pod_spec[key]) if c is container)
+        ctx.origins.record_items(ctx.pod_path(ps, key, index, field), landed,
+                                 [made] * len(landed))
 
 
 def _container(ps: PodSet, name: str, init: bool) -> dict[str, Any]:

@@ -113,7 +113,8 @@ def enforce(ctx: Context) -> PluginResult:
     settings = _settings(ctx)
     config, curve = _names(ctx)
     edits: list[Edit] = [SetTrainerCommand(
-        ("/bin/bash", "/etc/flux-config/entrypoint.sh", _original_command(ctx)), clear_args=True)]
+        ("/bin/bash", "/etc/flux-config/entrypoint.sh", _original_command(ctx)), clear_args=True,
+        how="rewritten by plugin flux (the Flux entrypoint runs it)")]
     volumes = (
         {"name": "spack-install", "emptyDir": {}},
         {"name": "flux-install", "emptyDir": {}},

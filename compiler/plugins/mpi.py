@@ -60,8 +60,11 @@ def enforce(ctx: Context) -> PluginResult:
     node = ctx.pod_set_by_name(NODE)
     if trainer is not None and isinstance(trainer.get("numNodes"), int) and node is not None:
         nodes = trainer["numNodes"]
-        edits.append(SetCount(node.index, max(nodes - 1, 1)
-                              if policy.get("runLauncherAsNode") is True else nodes))
+        if policy.get("runLauncherAsNode") is True:
+            edits.append(SetCount(node.index, max(nodes - 1, 1),
+                                  " (minus one: the launcher runs as a node)"))
+        else:
+            edits.append(SetCount(node.index, nodes))
     slots = policy.get("numProcPerNode", 1)
     if trainer is not None and isinstance(trainer.get("numProcPerNode"), int):
         slots = trainer["numProcPerNode"]

@@ -65,7 +65,8 @@ def enforce(ctx: Context) -> PluginResult:
         if trainer.get("command") != TUNE_ENTRYPOINT:
             edits.append(UpsertEnv(ps.index, NODE, master))
         else:
-            edits.append(SetTrainerCommand(tuple(_tune_command(ctx, count, npp, gpus))))
+            edits.append(SetTrainerCommand(tuple(_tune_command(ctx, count, npp, gpus)),
+                                            how="extended by plugin torch (TorchTune)"))
         edits.append(UpsertPorts(ps.index, NODE, ({"containerPort": TRAINER_PORT},)))
     edits.extend(_env_injection(ctx, pet + master))
     return PluginResult(edits=tuple(edits))
