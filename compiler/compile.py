@@ -128,7 +128,7 @@ def compile_defaulted(tj: Obj, prepared: PreparedRuntime, *, options: CompileOpt
     try:
         options = options or CompileOptions()
         ctx = build_context(tj, prepared.doc, fast_copy(prepared.spec),
-                            Recorder(enabled=options.trace))
+                            Recorder() if options.trace else None)
         ctx.options = options
         plugins = plugin_order([p for p in REGISTRY if p.active(ctx)])
         objects, diagnostics = _run_plugins(ctx, plugins)

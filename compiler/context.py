@@ -16,7 +16,7 @@ from compiler import smp, typed
 from compiler.data import Obj, copy_json
 from compiler.defaults import canonicalize_quantities, quantity_tree
 from compiler.diagnostics import Path, format_path
-from compiler.provenance import Origin, Recorder, copied, made, object_root
+from compiler.provenance import OFF, Origin, Recorder, copied, made, object_root
 
 SSHKeySource = Callable[[str, str], "SSHKeyPair"]
 
@@ -53,6 +53,7 @@ TEMPLATE_COUNT = made("the job template's parallelism (default 1), written as th
                       "by the JobSet builder")
 POLICY_COUNT = Origin("runtime spec.mlPolicy.numNodes (CRD default 1 when unset), via the "
                       "trainer pod-set count", "runtime", ("spec", "mlPolicy", "numNodes"))
+POLICY_COUNT_UNSET = replace(POLICY_COUNT, path=("spec", "mlPolicy"))
 
 
 @dataclass
@@ -91,7 +92,8 @@ class Context:
     clear_trainer_args: bool = False
     facts: dict[str, Any] = field(default_factory=dict)
     options: CompileOptions = field(default_factory=lambda: CompileOptions())
-    origins: Recorder = field(default_factory=lambda: Recorder(enabled=False))
+    origins: Recorder = OFF
+    root: Path = ()
     pod_meta_origins: dict[tuple[str, str], Origin] = field(default_factory=dict)
     command_origin: Origin | None = None
 
@@ -113,7 +115,7 @@ class Context:
 
     def out_path(self, *path: str | int) -> Path:
         """An output path into the JobSet (for the origin recorder)."""
-        return (*object_root(*JOBSET_API, self.name), *path)
+        return (*self.root, *path)
 
     def pod_path(self, ps: PodSet, *path: str | int) -> Path:
         """An output path into the pod spec of a pod set."""
@@ -156,17 +158,12 @@ def build_context(trainjob: Obj, runtime: Obj, spec: Obj,
     template = rt_spec.get("template") or {}
     ml_policy = rt_spec.get("mlPolicy")
     patches = runtime_patches(trainjob)
-    origins = origins or Recorder(enabled=False)
+    origins = origins or OFF
     root = object_root(*JOBSET_API, str((trainjob.get("metadata") or {}).get("name", "")))
-    origins.add_input("trainjob", trainjob)
-    origins.add_input("runtime", runtime)
     labels, annotations = _propagated_metadata(template, patches)
-    _record_metadata(origins, root, labels, annotations, patches)
-    origins.record((*root, "spec"), Origin("runtime spec.template.spec", "runtime",
-                                           ("spec", "template", "spec"), exact=True,
-                                           anchor=(*root, "spec")))
     if origins.enabled:
-        _record_normalized(origins, root, template.get("spec"), spec)
+        _record_template(origins, root, trainjob, runtime, spec)
+        _record_metadata(origins, root, labels, annotations, patches)
     spec = merge_patches(spec, patches, origins, root)
     origins.add_output(root, {"spec": spec})
     pod_sets = []
@@ -184,6 +181,7 @@ def build_context(trainjob: Obj, runtime: Obj, spec: Obj,
         pod_group_policy=rt_spec.get("podGroupPolicy"),
         trainer_command=list(command) if isinstance(command, list) else None,
         origins=origins,
+        root=root,
     )
 
 
@@ -210,12 +208,23 @@ def _propagated_metadata(template: Obj, patches: list[Obj]) -> tuple[dict[str, s
     return labels, annotations
 
 
+def _record_template(origins: Recorder, root: Path, trainjob: Obj, runtime: Obj,
+                     spec: Obj) -> None:
+    """The inputs, and the JobSet spec as the runtime's template (what the typed round trip
+    changed recorded as such)."""
+    origins.add_input("trainjob", trainjob)
+    origins.add_input("runtime", runtime)
+    origins.record((*root, "spec"), Origin("runtime spec.template.spec", "runtime",
+                                           ("spec", "template", "spec"), exact=True,
+                                           anchor=(*root, "spec")))
+    template = (runtime.get("spec") or {}).get("template") or {}
+    _record_normalized(origins, root, template.get("spec"), spec)
+
+
 def _record_metadata(origins: Recorder, root: Path, labels: dict[str, str],
                      annotations: dict[str, str], patches: list[Obj]) -> None:
     """The JobSet labels and annotations: the last runtime patch that sets a key, else the
     runtime template's metadata."""
-    if not origins.enabled:
-        return
     for name, values in (("labels", labels), ("annotations", annotations)):
         for key in values:
             origin = copied(f"runtime spec.template.metadata.{name}", "runtime",
@@ -314,8 +323,7 @@ def _pod_set(index: int, rjob: Obj, trainjob: Obj, ml_policy: Any, origins: Reco
     ancestor = (job_template.get("metadata", {}).get("labels") or {}).get(ANCESTOR_LABEL)
     if ancestor == TRAINER and ml_policy is not None:
         count = (ml_policy or {}).get("numNodes", 1)
-        count_origin = POLICY_COUNT if "numNodes" in (ml_policy or {}) else \
-            replace(POLICY_COUNT, path=("spec", "mlPolicy"))
+        count_origin = POLICY_COUNT if "numNodes" in (ml_policy or {}) else POLICY_COUNT_UNSET
     resources = (trainjob.get("spec", {}).get("trainer") or {}).get("resourcesPerNode")
     if isinstance(resources, dict) and _takes_resources(rjob, ancestor, ml_policy):
         at = _merge_node_resources(pod_spec, resources)

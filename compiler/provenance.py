@@ -160,6 +160,9 @@ class Recorder:
                        anchor=None)
 
 
+OFF = Recorder(enabled=False)  # records nothing, so one serves every compile that does not ask
+
+
 def _newest(node: _Node, prefix: Path) -> tuple[int, Origin, Path] | None:
     """The newest record strictly below `node`."""
     best: tuple[int, Origin, Path] | None = None

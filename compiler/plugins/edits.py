@@ -11,7 +11,7 @@ from typing import Any
 
 from compiler import upsert
 from compiler.context import Context, PodSet
-from compiler.data import fast_copy
+from compiler.data import Obj, fast_copy
 from compiler.diagnostics import error
 from compiler.errors import CompileError
 from compiler.plugins.base import (
@@ -41,11 +41,17 @@ def apply_edit(ctx: Context, edit: Edit, plugin: str = "") -> None:
         ps.count_origin = Origin(f"trainJob spec.trainer.numNodes{edit.note}, via plugin {plugin}",
                                  "trainjob", ("spec", "trainer", "numNodes"))
     elif isinstance(edit, UpsertEnv | UpsertPorts | UpsertMounts):
-        _upsert_container(ctx, edit, made)
+        field, apply = _UPSERTS[type(edit)]
+        ps = ctx.pod_sets[edit.pod_set]
+        container = _container(ps, edit.container, edit.init)
+        landed = apply(container, fast_copy(list(edit.items)))
+        if ctx.origins.enabled:
+            _record_upsert(ctx, ps, container, edit.init, field, landed, made)
     elif isinstance(edit, UpsertVolumes):
         ps = ctx.pod_sets[edit.pod_set]
         landed = upsert.upsert_volumes(ps.pod_spec, fast_copy(list(edit.items)))
-        ctx.origins.record_items(ctx.pod_path(ps, "volumes"), landed, [made] * len(landed))
+        if ctx.origins.enabled:
+            ctx.origins.record_items(ctx.pod_path(ps, "volumes"), landed, [made] * len(landed))
     elif isinstance(edit, SetPodMetadata):
         target = ctx.pod_labels if edit.kind == "labels" else ctx.pod_annotations
         target.update(dict(edit.items))
@@ -70,17 +76,11 @@ _UPSERTS = {UpsertEnv: ("env", upsert.upsert_env), UpsertPorts: ("ports", upsert
             UpsertMounts: ("volumeMounts", upsert.upsert_mounts)}
 
 
-def _upsert_container(ctx: Context, edit: UpsertEnv | UpsertPorts | UpsertMounts,
-                      made: Origin) -> None:
-    ps = ctx.pod_sets[edit.pod_set]
-    field, apply = _UPSERTS[type(edit)]
-    container = _container(ps, edit.container, edit.init)
-    landed = apply(container, fast_copy(list(edit.items)))
-    if ctx.origins.enabled:
-        key = "initContainers" if edit.init else "containers"
-        index = next(i for i, c in enumerate(ps.pod_spec[key]) if c is container)
-        ctx.origins.record_items(ctx.pod_path(ps, key, index, field), landed,
-                                 [made] * len(landed))
+def _record_upsert(ctx: Context, ps: PodSet, container: Obj, init: bool, field: str,
+                   landed: list[int], made: Origin) -> None:
+    key = "initContainers" if init else "containers"
+    index = next(i for i, c in enumerate(ps.pod_spec[key]) if c is container)
+    ctx.origins.record_items(ctx.pod_path(ps, key, index, field), landed, [made] * len(landed))
 
 
 def _container(ps: PodSet, name: str, init: bool) -> dict[str, Any]:

@@ -51,7 +51,7 @@ def build(ctx: Context) -> PluginResult:
         pod_meta = rjob["template"]["spec"]["template"].setdefault("metadata", {})
         for key, values in (("labels", ctx.pod_labels), ("annotations", ctx.pod_annotations)):
             _merge_map(pod_meta, key, values)
-            for name in values:
+            for name in values if ctx.origins.enabled else ():
                 ctx.origins.record((*at, "template", "spec", "template", "metadata", key, name),
                                    ctx.pod_meta_origins.get((key, name), BUILDER))
     suspend = ctx.trainjob.get("spec", {}).get("suspend")
@@ -69,9 +69,10 @@ def _sync_parallel_count(ctx: Context, jobs: list[Obj]) -> None:
                 job_spec = rjob["template"]["spec"]
                 job_spec["parallelism"] = ps.count
                 job_spec["completions"] = ps.count
-                for key in ("parallelism", "completions"):
-                    ctx.origins.record(ctx.out_path("spec", "replicatedJobs", index, "template",
-                                                    "spec", key), ps.count_origin)
+                if ctx.origins.enabled:
+                    at = ctx.out_path("spec", "replicatedJobs", index, "template", "spec")
+                    ctx.origins.record((*at, "parallelism"), ps.count_origin)
+                    ctx.origins.record((*at, "completions"), ps.count_origin)
                 break
 
 
