@@ -130,17 +130,17 @@ class Recorder:
 
     def lookup(self, path: Path) -> Origin | None:
         """The origin of the output at `path`, its input path resolved; None if unrecorded."""
-        best: tuple[int, Origin, Path] | None = None
+        best: tuple[int, Origin] | None = None
         node: _Node | None = self._root
         for depth in range(len(path) + 1):
             if node is None:
                 break
             if node.origin is not None and (best is None or node.seq > best[0]):
-                best = (node.seq, node.origin, path[:depth])
+                best = (node.seq, node.origin)
             if depth < len(path):
                 node = node.children.get(path[depth])
         if node is not None:
-            deeper = _newest(node, path)
+            deeper = _newest(node)
             if deeper is not None and (best is None or deeper[0] > best[0]):
                 best = deeper
         if best is None:
@@ -163,16 +163,15 @@ class Recorder:
 OFF = Recorder(enabled=False)  # records nothing, so one serves every compile that does not ask
 
 
-def _newest(node: _Node, prefix: Path) -> tuple[int, Origin, Path] | None:
+def _newest(node: _Node) -> tuple[int, Origin] | None:
     """The newest record strictly below `node`."""
-    best: tuple[int, Origin, Path] | None = None
-    stack: list[tuple[_Node, Path]] = [(child, (*prefix, key))
-                                      for key, child in node.children.items()]
+    best: tuple[int, Origin] | None = None
+    stack = list(node.children.values())
     while stack:
-        current, path = stack.pop()
+        current = stack.pop()
         if current.origin is not None and (best is None or current.seq > best[0]):
-            best = (current.seq, current.origin, path)
-        stack.extend((child, (*path, key)) for key, child in current.children.items())
+            best = (current.seq, current.origin)
+        stack.extend(current.children.values())
     return best
 
 
