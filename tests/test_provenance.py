@@ -5,7 +5,9 @@ value in the input.
 Leaves are scalars and empty maps or lists. An origin is a plugin or the JobSet builder (a value
 the compiler makes), or an input field (`trainjob` or `runtime`): then the input holds a value
 at the recorded path, and when the origin claims a verbatim copy (`exact`) that value is the
-output's. Nothing falls back to a catch-all: an unrecorded write makes `lookup` return None.
+output's and, when the file itself (not a CRD default) holds it, the file has a position for
+exactly that path, which `tjc explain` prints. Nothing falls back to a catch-all: an
+unrecorded write makes `lookup` return None.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ def explainers(path: Any) -> Iterator[Explainer]:
 def problems(explainer: Explainer) -> Iterator[str]:
     """What is wrong with the recorded origins of one compile's output."""
     inputs = {"trainjob": explainer.trainjob, "runtime": explainer.prepared.doc}
+    files = {"trainjob": explainer.tj, "runtime": explainer.runtime}
     for obj in explainer.result.objects:
         root = root_of(obj)
         for path, value in leaves(obj):
@@ -69,6 +72,15 @@ def problems(explainer: Explainer) -> Iterator[str]:
             elif origin.exact and held != value:
                 yield f"{where}: {origin.input} {format_path(origin.path)} holds {held!r}, " \
                       f"not {value!r}"
+            elif origin.exact and not _positioned(files[origin.input], origin.path):
+                yield f"{where}: no file position for {format_path(origin.path)}"
+
+
+def _positioned(doc: Document, path: Path) -> bool:
+    """The file has a position for `path` itself, or does not hold it (a CRD default)."""
+    if get_path(doc.data, *path) is None:
+        return True
+    return (*doc.base, *path) in doc.source.positions(doc.index)
 
 
 @pytest.mark.parametrize("path", goldenfile.cases(), ids=lambda p: p.stem)
