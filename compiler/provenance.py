@@ -101,6 +101,10 @@ class Recorder:
         if self.enabled:
             self._inputs[name] = doc
 
+    def input(self, name: str) -> Obj | None:
+        """A registered input document (the defaulted TrainJob or runtime)."""
+        return self._inputs.get(name)
+
     def add_output(self, root: Path, obj: Obj) -> None:
         """Register an output object under its root (`object_root`); a JobSet's spec may be
         registered early as `{"spec": spec}`."""

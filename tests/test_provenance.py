@@ -16,14 +16,19 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from compiler import compile_trainjob
 from compiler.builtin import builtin_runtimes
-from compiler.data import get_path
+from compiler.context import CompileOptions
+from compiler.data import Obj, get_path
 from compiler.diagnostics import Diagnostic, Path, format_path
 from compiler.explain import Explainer, find_runtime
 from compiler.loader import Document, Source, parse_source
 from compiler.provenance import Origin, Recorder, copied, made, root_of
 from tests import goldenfile
+from tests.strategies import framework_pair, job_and_runtime
 
 BUILTIN = list(builtin_runtimes())
 
@@ -151,3 +156,18 @@ def test_the_golden_inputs_compile() -> None:
     compiled = [e for p in goldenfile.cases() for e in explainers(p) if e.result.ok]
     assert len(compiled) > 100
     assert all(isinstance(d, Diagnostic) for e in compiled for d in e.result.diagnostics)
+
+
+@given(st.one_of(job_and_runtime(), framework_pair()))
+def test_every_leaf_of_a_generated_output_has_an_origin(pair: tuple[Obj, Obj]) -> None:
+    """The same property over generated TrainJobs and runtimes (plain and every framework)."""
+    tj, rt = pair
+    result = compile_trainjob(tj, rt, options=CompileOptions(trace=True))
+    assert result.ok and result.origins is not None
+    for obj in result.objects:
+        for path, value in leaves(obj):
+            origin = result.origins.lookup((*root_of(obj), *path))
+            assert origin is not None, path
+            if origin.input and origin.exact:
+                held = get_path(result.origins.input(origin.input), *origin.path)
+                assert held == value, (path, origin)
