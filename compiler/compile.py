@@ -165,8 +165,9 @@ def _run_plugins(ctx: Context, plugins: list[PluginSpec]) -> tuple[list[Obj], li
             result: PluginResult = step(ctx)
             for edit in result.edits:
                 apply_edit(ctx, edit, plugin.name)
-            for obj in result.objects:
-                _record_object(ctx, obj, plugin.name)
+            if ctx.origins.enabled:
+                for obj in result.objects:
+                    _record_object(ctx, obj, plugin.name)
             objects.extend(result.objects)
             diagnostics.extend(result.diagnostics)
     return objects, diagnostics
@@ -175,7 +176,7 @@ def _run_plugins(ctx: Context, plugins: list[PluginSpec]) -> tuple[list[Obj], li
 def _record_object(ctx: Context, obj: Obj, plugin: str) -> None:
     """A side object is its plugin's, whole (the JobSet builder records its own fields)."""
     root = root_of(obj)
-    if ctx.origins.enabled and not ctx.origins.knows(root):
+    if not ctx.origins.knows(root):
         ctx.origins.add_output(root, obj)
         ctx.origins.record(root, made(f"plugin {plugin}"))
 

@@ -159,13 +159,15 @@ def build_context(trainjob: Obj, runtime: Obj, spec: Obj,
     ml_policy = rt_spec.get("mlPolicy")
     patches = runtime_patches(trainjob)
     origins = origins or OFF
-    root = object_root(*JOBSET_API, str((trainjob.get("metadata") or {}).get("name", "")))
+    root: Path = ()
     labels, annotations = _propagated_metadata(template, patches)
     if origins.enabled:
+        root = object_root(*JOBSET_API, str((trainjob.get("metadata") or {}).get("name", "")))
         _record_template(origins, root, trainjob, runtime, spec)
         _record_metadata(origins, root, labels, annotations, patches)
     spec = merge_patches(spec, patches, origins, root)
-    origins.add_output(root, {"spec": spec})
+    if origins.enabled:
+        origins.add_output(root, {"spec": spec})
     pod_sets = []
     for index, rjob in enumerate(spec.get("replicatedJobs") or []):
         pod_sets.append(_pod_set(index, rjob, trainjob, ml_policy, origins, root))

@@ -11,8 +11,8 @@ from typing import Any
 
 from compiler import upsert
 from compiler.context import Context, PodSet
-from compiler.data import fast_copy
-from compiler.diagnostics import Path, error
+from compiler.data import Obj, fast_copy
+from compiler.diagnostics import error
 from compiler.errors import CompileError
 from compiler.plugins.base import (
     AddInitContainer,
@@ -28,32 +28,27 @@ from compiler.plugins.base import (
 )
 from compiler.provenance import Origin
 
+# a list write: the pod set, the container written into (None: the pod spec), the path of the
+# list below it, and the indices the items landed at
+Written = tuple[PodSet, Obj | None, tuple[str, ...], list[int]]
+
 
 def apply_edit(ctx: Context, edit: Edit, plugin: str = "") -> None:
     """Apply one edit to the context (list items are copied: edits stay the plugin's) and,
     when the compile records provenance, record what it wrote as `plugin`'s."""
-    written = _apply(ctx, edit)
-    if ctx.origins.enabled:
-        _record(ctx, edit, plugin, written)
-
-
-def _apply(ctx: Context, edit: Edit) -> tuple[Path, list[int]] | None:
-    """Apply the edit; for a list write, the output path of the list and the indices the
-    items landed at."""
+    written: Written | None = None
     if isinstance(edit, SetCount):
         ctx.pod_sets[edit.pod_set].count = edit.count
-    elif isinstance(edit, UpsertEnv | UpsertPorts | UpsertMounts):
+    elif isinstance(edit, (UpsertEnv, UpsertPorts, UpsertMounts)):
         field, apply = _UPSERTS[type(edit)]
         ps = ctx.pod_sets[edit.pod_set]
         container = _container(ps, edit.container, edit.init)
         landed = apply(container, fast_copy(list(edit.items)))
-        key = "initContainers" if edit.init else "containers"
-        index = next(i for i, c in enumerate(ps.pod_spec[key]) if c is container)
-        return ctx.pod_path(ps, key, index, field), landed
+        written = ps, container, ("initContainers" if edit.init else "containers", field), landed
     elif isinstance(edit, UpsertVolumes):
         ps = ctx.pod_sets[edit.pod_set]
         landed = upsert.upsert_volumes(ps.pod_spec, fast_copy(list(edit.items)))
-        return ctx.pod_path(ps, "volumes"), landed
+        written = ps, None, ("volumes",), landed
     elif isinstance(edit, SetPodMetadata):
         target = ctx.pod_labels if edit.kind == "labels" else ctx.pod_annotations
         target.update(dict(edit.items))
@@ -64,21 +59,24 @@ def _apply(ctx: Context, edit: Edit) -> tuple[Path, list[int]] | None:
         ps = ctx.pod_sets[edit.pod_set]
         inits = ps.pod_spec.setdefault("initContainers", [])
         inits.append(fast_copy(edit.container))
-        return ctx.pod_path(ps, "initContainers"), [len(inits) - 1]
+        written = ps, None, ("initContainers",), [len(inits) - 1]
     elif isinstance(edit, SetFact):
         ctx.facts[edit.key] = edit.value
-    return None
+    if ctx.origins.enabled:
+        _record(ctx, edit, plugin, written)
 
 
-def _record(ctx: Context, edit: Edit, plugin: str,
-            written: tuple[Path, list[int]] | None) -> None:
+def _record(ctx: Context, edit: Edit, plugin: str, written: Written | None) -> None:
     """The origins of what the edit wrote: list items where they landed, and the count, pod
     metadata and command the JobSet builder writes later."""
     made = Origin(f"plugin {plugin}")
     if isinstance(edit, AddInitContainer):
         made = Origin(f"plugin {plugin} (init container it adds)")
     if written is not None:
-        ctx.origins.record_items(written[0], written[1], [made] * len(written[1]))
+        ps, container, path, landed = written
+        at = ctx.pod_path(ps, *path) if container is None else \
+            ctx.pod_path(ps, path[0], _index(ps.pod_spec[path[0]], container), *path[1:])
+        ctx.origins.record_items(at, landed, [made] * len(landed))
     elif isinstance(edit, SetCount):
         ctx.pod_sets[edit.pod_set].count_origin = Origin(
             f"trainJob spec.trainer.numNodes{edit.note}, via plugin {plugin}", "trainjob",
@@ -93,6 +91,11 @@ def _record(ctx: Context, edit: Edit, plugin: str,
 
 _UPSERTS = {UpsertEnv: ("env", upsert.upsert_env), UpsertPorts: ("ports", upsert.upsert_ports),
             UpsertMounts: ("volumeMounts", upsert.upsert_mounts)}
+
+
+def _index(items: list[Obj], item: Obj) -> int:
+    """The position of this very item (computed only when recording)."""
+    return next(i for i, cur in enumerate(items) if cur is item)
 
 
 def _container(ps: PodSet, name: str, init: bool) -> dict[str, Any]:

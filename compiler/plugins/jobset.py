@@ -44,7 +44,7 @@ def build(ctx: Context) -> PluginResult:
         _upsert_back(ctx, ps.index)
     for index, rjob in enumerate(jobs):
         ancestor = (rjob["template"].get("metadata", {}).get("labels") or {}).get(ANCESTOR_LABEL)
-        at = ctx.out_path("spec", "replicatedJobs", index)
+        at = ctx.out_path("spec", "replicatedJobs", index) if ctx.origins.enabled else ()
         if ancestor in INITIALIZERS:
             _initializer(ctx, rjob, ancestor, at)
         _trainer(ctx, rjob, ancestor, at)
