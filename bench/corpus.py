@@ -17,11 +17,10 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import yaml
 
-Obj = dict[str, Any]
+from compiler.data import Obj
 
 GROUP = "trainer.kubeflow.org"
 API = f"{GROUP}/v1alpha1"

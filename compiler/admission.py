@@ -15,13 +15,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from compiler import admitwalk, structural
-from compiler.data import copy_json
+from compiler.data import Obj, copy_json
 from compiler.defaults import default_in_place
 from compiler.diagnostics import Diagnostic, Severity, error, refused
 from compiler.resolve import RUNTIME_KINDS
 from compiler.validate import cel, objectmeta, webhook
-
-Obj = dict[str, Any]
 
 
 def check_object(kind: str, doc: Mapping[str, Any], old: Mapping[str, Any] | None = None,

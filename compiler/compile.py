@@ -17,7 +17,7 @@ from typing import Any
 
 from compiler import admission, structural, typed
 from compiler.context import CompileOptions, Context, build_context
-from compiler.data import fast_copy
+from compiler.data import Obj, fast_copy
 from compiler.defaults import default_in_place
 from compiler.diagnostics import (
     Diagnostic,
@@ -32,9 +32,9 @@ from compiler.plugins import REGISTRY
 from compiler.plugins.base import PluginResult, PluginSpec
 from compiler.plugins.edits import apply_edit
 from compiler.plugins.graph import plugin_order
+from compiler.provenance import Recorder, made, root_of
 from compiler.resolve import RUNTIME_KINDS, runtime_key, wanted_key
 
-Obj = dict[str, Any]
 TRAINER_CONTROLLER = "trainer.kubeflow.org/trainjob-controller"
 
 
@@ -45,7 +45,7 @@ class CompileResult:
     objects: tuple[Obj, ...]
     diagnostics: tuple[Diagnostic, ...]
     plugins: tuple[str, ...] = ()
-    trace: tuple[tuple[str, Any], ...] = ()
+    origins: Recorder | None = None
 
     @property
     def ok(self) -> bool:
@@ -126,9 +126,10 @@ def compile_defaulted(tj: Obj, prepared: PreparedRuntime, *, options: CompileOpt
     if manager is not None:
         return CompileResult((), tuple(with_object([*notes, manager], ref)))
     try:
-        ctx = build_context(tj, prepared.doc, fast_copy(prepared.spec))
-        ctx.options = options or CompileOptions()
-        ctx.trace = [] if ctx.options.trace else None
+        options = options or CompileOptions()
+        ctx = build_context(tj, prepared.doc, fast_copy(prepared.spec),
+                            Recorder() if options.trace else None)
+        ctx.options = options
         plugins = plugin_order([p for p in REGISTRY if p.active(ctx)])
         objects, diagnostics = _run_plugins(ctx, plugins)
     except TjcError as exc:
@@ -137,7 +138,8 @@ def compile_defaulted(tj: Obj, prepared: PreparedRuntime, *, options: CompileOpt
     if has_errors(diagnostics):
         objects = []
     return CompileResult(tuple(objects), tuple(with_object(diagnostics, ref)),
-                         tuple(p.name for p in plugins), tuple(ctx.trace or ()))
+                         tuple(p.name for p in plugins),
+                         ctx.origins if ctx.origins.enabled else None)
 
 
 def _prepare_trainjob(trainjob: Mapping[str, Any]) -> tuple[Obj, list[Diagnostic]]:
@@ -162,12 +164,21 @@ def _run_plugins(ctx: Context, plugins: list[PluginSpec]) -> tuple[list[Obj], li
                 continue
             result: PluginResult = step(ctx)
             for edit in result.edits:
-                apply_edit(ctx, edit)
-            if ctx.trace is not None:
-                ctx.trace += [(plugin.name, item) for item in (*result.edits, *result.objects)]
+                apply_edit(ctx, edit, plugin.name)
+            if ctx.origins.enabled:
+                for obj in result.objects:
+                    _record_object(ctx, obj, plugin.name)
             objects.extend(result.objects)
             diagnostics.extend(result.diagnostics)
     return objects, diagnostics
+
+
+def _record_object(ctx: Context, obj: Obj, plugin: str) -> None:
+    """A side object is its plugin's, whole (the JobSet builder records its own fields)."""
+    root = root_of(obj)
+    if not ctx.origins.knows(root):
+        ctx.origins.add_output(root, obj)
+        ctx.origins.record(root, made(f"plugin {plugin}"))
 
 
 def managed_elsewhere(tj: Mapping[str, Any]) -> Diagnostic | None:

@@ -1,9 +1,12 @@
-"""Helpers for JSON-like data (dicts, lists, scalars): the one fast deep copy."""
+"""Helpers for JSON-like data (dicts, lists, scalars): the one `Obj` alias (a JSON object as
+parsed from YAML) that every module uses, and the one fast deep copy."""
 
 from __future__ import annotations
 
 import marshal
-from typing import Any
+from typing import Any, TypeAlias
+
+Obj: TypeAlias = dict[str, Any]
 
 
 def copy_json(value: Any) -> Any:

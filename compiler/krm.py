@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from compiler import emit
+from compiler.data import Obj
 from compiler.diagnostics import Diagnostic, Severity
 from compiler.inputs import TRAINER_API
 from compiler.loader import Document, Source
 from compiler.passthrough import PassOptions, transform
 
-Obj = dict[str, Any]
 RESOURCE_LIST_APIS = ("config.kubernetes.io/v1", "config.kubernetes.io/v1alpha1")
 PATH_KEYS = ("internal.config.kubernetes.io/path", "config.kubernetes.io/path")
 INDEX_KEYS = ("internal.config.kubernetes.io/index", "config.kubernetes.io/index")

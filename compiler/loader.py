@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 
 from compiler import yamlscalars
+from compiler.data import Obj
 from compiler.diagnostics import Diagnostic, Location, error
 from compiler.diagnostics import Path as FieldPath
 from compiler.errors import InputError
@@ -36,7 +37,6 @@ from compiler.yamlscalars import mapping_key
 
 MAX_BYTES = 64 * 1024 * 1024
 SUFFIXES = (".yaml", ".yml", ".json")
-Obj = dict[str, Any]
 
 
 class _Loader(yaml.CSafeLoader):

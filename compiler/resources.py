@@ -14,9 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 from compiler.context import ANCESTOR_LABEL, NODE, TRAINER, Context
+from compiler.data import Obj
 from compiler.quantity import Quantity, QuantityError, canonical_string, is_quantity, parse
-
-Obj = dict[str, Any]
 
 
 def runtime_node_resources(ctx: Context) -> Obj | None:

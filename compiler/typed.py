@@ -22,10 +22,8 @@ from __future__ import annotations
 from typing import Any
 
 from compiler._go_facts import GO_TYPES
-from compiler.data import copy_json
+from compiler.data import Obj, copy_json
 from compiler.defaults import canonicalize_quantities, quantity_tree
-
-Obj = dict[str, Any]
 
 # Go map types: an empty one is omitted when marshalled; an empty struct is not.
 MAP_FIELDS = frozenset({"labels", "annotations", "nodeSelector", "limits", "requests",

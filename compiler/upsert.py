@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from compiler.data import Obj
 from compiler.quantity import QuantityError, canonical
 
-Obj = dict[str, Any]
 Match = Callable[[Obj, Obj], bool]
 
 
@@ -26,59 +26,65 @@ def port_match(a: Obj, b: Obj) -> bool:
     return a.get("containerPort") == b.get("containerPort") or a.get("name") == b.get("name")
 
 
-def upsert(items: list[Obj], new: Iterable[Obj], match: Match) -> None:
-    """Replace the first matching item or append, for each new item in order.
+def upsert(items: list[Obj], new: Iterable[Obj], match: Match) -> list[int]:
+    """Replace the first matching item or append, for each new item in order; returns the
+    index each new item landed at (for the origin recorder).
 
     The new items are inserted as they are: callers pass dicts nobody else holds.
     """
+    landed: list[int] = []
     for item in new:
         for i, cur in enumerate(items):
             if match(cur, item):
                 items[i] = item
+                landed.append(i)
                 break
         else:
+            landed.append(len(items))
             items.append(item)
+    return landed
 
 
-def upsert_by_key(items: list[Obj], new: Iterable[Obj], key: str) -> None:
+def upsert_by_key(items: list[Obj], new: Iterable[Obj], key: str) -> list[int]:
     """`upsert` matching on one key, with an index instead of a scan per new item."""
     first: dict[Any, int] = {}
+    landed: list[int] = []
     for i, cur in enumerate(items):
         first.setdefault(cur.get(key), i)
     for item in new:
         index = first.get(item.get(key))
         if index is None:
-            first[item.get(key)] = len(items)
+            index = first[item.get(key)] = len(items)
             items.append(item)
         else:
             items[index] = item
+        landed.append(index)
+    return landed
 
 
-def _upsert_field(obj: Obj, key: str, new: Sequence[Obj], match: Match) -> None:
+def _upsert_field(obj: Obj, key: str, new: Sequence[Obj], match: Match) -> list[int]:
     """Upsert into the list `obj[key]`, creating it only when there is something to add."""
-    if new:
-        upsert(obj.setdefault(key, []), new, match)
+    return upsert(obj.setdefault(key, []), new, match) if new else []
 
 
-def upsert_env(container: Obj, envs: Sequence[Obj]) -> None:
-    """Upsert env vars by name into a container."""
-    if envs:
-        upsert_by_key(container.setdefault("env", []), envs, "name")
+def upsert_env(container: Obj, envs: Sequence[Obj]) -> list[int]:
+    """Upsert env vars by name into a container (the indices they landed at)."""
+    return upsert_by_key(container.setdefault("env", []), envs, "name") if envs else []
 
 
-def upsert_ports(container: Obj, ports: Sequence[Obj]) -> None:
+def upsert_ports(container: Obj, ports: Sequence[Obj]) -> list[int]:
     """Upsert ports by containerPort or name into a container."""
-    _upsert_field(container, "ports", ports, port_match)
+    return _upsert_field(container, "ports", ports, port_match)
 
 
-def upsert_mounts(container: Obj, mounts: Sequence[Obj]) -> None:
+def upsert_mounts(container: Obj, mounts: Sequence[Obj]) -> list[int]:
     """Upsert volume mounts by mountPath into a container."""
-    _upsert_field(container, "volumeMounts", mounts, _by("mountPath"))
+    return _upsert_field(container, "volumeMounts", mounts, _by("mountPath"))
 
 
-def upsert_volumes(pod_spec: Obj, volumes: Sequence[Obj]) -> None:
+def upsert_volumes(pod_spec: Obj, volumes: Sequence[Obj]) -> list[int]:
     """Upsert volumes by name into a pod spec."""
-    _upsert_field(pod_spec, "volumes", volumes, _by("name"))
+    return _upsert_field(pod_spec, "volumes", volumes, _by("name"))
 
 
 def env_var(env: Obj) -> Obj:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from compiler import admission
 from compiler.compile import compile_defaulted
+from compiler.data import Obj
 from compiler.diagnostics import Diagnostic, ObjectRef, Severity, error, has_errors, refused
 from compiler.inputs import RuntimeEntry, classified, runtime_table
 from compiler.loader import Document, Source, iter_source
@@ -25,7 +26,6 @@ from compiler.validate import podresources, quirks, webhook
 if TYPE_CHECKING:
     from compiler.policy.check import PolicyChecker
 
-Obj = dict[str, Any]
 ObjectKey = tuple[str, str, str]
 
 

@@ -12,13 +12,13 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from compiler.data import Obj
+
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "parity" / "oracle" / "build.sh"
-Obj = dict[str, Any]
 
 
 class Oracle:

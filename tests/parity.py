@@ -15,12 +15,12 @@ from typing import Any
 
 from compiler import sshkeys
 from compiler.context import CompileOptions
+from compiler.data import Obj
 from compiler.diagnostics import Diagnostic, Severity, refused
 from compiler.loader import Source
 from compiler.render import JobResult, render_stream
 from tests.oracle import Oracle
 
-Obj = dict[str, Any]
 RUNS = 6
 KEYS = sshkeys.from_file(str(Path(__file__).parent / "data" / "test-only-mpi-key.pem"))
 

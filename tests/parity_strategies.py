@@ -7,11 +7,10 @@ accept/reject is compared too. Object names stay valid (ObjectMeta rules are tes
 
 from __future__ import annotations
 
-from typing import Any
-
 from hypothesis import strategies as st
 
-Obj = dict[str, Any]
+from compiler.data import Obj
+
 API = "trainer.kubeflow.org/v1alpha1"
 ANCESTOR = "trainer.kubeflow.org/trainjob-ancestor-step"
 ENV = ["A", "LR", "PET_NNODES", "PET_NODE_RANK", "JAX_NUM_PROCESSES", "OMPI_MCA_x",

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from hypothesis import strategies as st
 
 from compiler.builtin import builtin_runtimes
+from compiler.data import Obj
 
-Obj = dict[str, Any]
 ANCESTOR = "trainer.kubeflow.org/trainjob-ancestor-step"
 ENV_NAMES = ["A", "B", "JAX_NUM_PROCESSES", "JAX_PROCESS_ID", "LR", "STORAGE_URI"]
 QUANTITIES = ["1", "2", "500m", "2000m", "1Gi", "1024Mi", "0.5", "3", "100M"]

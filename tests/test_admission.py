@@ -10,9 +10,9 @@ from typing import Any
 import compiler
 from compiler import admit, compile_trainjob, validate_documents
 from compiler.builtin import builtin_runtimes
+from compiler.data import Obj
 from compiler.diagnostics import Severity
 
-Obj = dict[str, Any]
 TRAINJOB: Obj = {
     "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
     "metadata": {"name": "mnist", "namespace": "team-a"},

@@ -31,10 +31,10 @@ from compiler.controller.kube import (
     Resource,
 )
 from compiler.controller.reconcile import INVALID_REASON, ReconcileError, Reconciler, reason_of
+from compiler.data import Obj
 from compiler.plugins.base import controller_reference
 from tests.test_controller_units import RUNTIMES, FakeKube, FakeStore, _trainjob
 
-Obj = dict[str, Any]
 NOW = 1_800_000_000.0
 
 

@@ -18,9 +18,9 @@ from compiler.controller import status as st
 from compiler.controller.kube import CONFIGMAP, JOBSET, SECRET, TRAINJOB, ApiError, Resource
 from compiler.controller.reconcile import INVALID_REASON, Reconciler, _event_note
 from compiler.controller.workqueue import WorkQueue
+from compiler.data import Obj
 from compiler.plugins.base import controller_reference
 
-Obj = dict[str, Any]
 RUNTIMES = Path(__file__).resolve().parent.parent / "runtimes"
 NOW = 1_800_000_000.0
 

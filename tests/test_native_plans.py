@@ -17,11 +17,11 @@ import pytest
 from bench.corpus import corpus
 from compiler import compile_trainjob, prepare_runtime
 from compiler.builtin import builtin_runtimes
+from compiler.data import Obj
 from compiler.policy import native
 from compiler.policy.engine import PolicySet
 from compiler.policy.packs import BUILTIN_DIR, Loader, pack_files
 
-Obj = dict[str, Any]
 SETTINGS = [{}, {"images": {"allowedRegistries": ["ghcr.io", "docker.io/pytorch"]},
                  "resources": {"maxNumNodes": 4, "maxGPUs": 8},
                  "security": {"allowedCapabilities": ["CHOWN"]}}]

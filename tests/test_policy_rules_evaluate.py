@@ -8,13 +8,13 @@ own test cases, the built-in runtimes, and generated TrainJob/runtime pairs with
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from compiler import compile_trainjob
 from compiler.builtin import builtin_runtimes
+from compiler.data import Obj
 from compiler.loader import Source, read_sources
 from compiler.policy.check import PolicyChecker
 from compiler.policy.engine import PolicySet
@@ -24,7 +24,6 @@ from tests import goldenfile
 from tests.strategies import framework_pair, job_and_runtime
 
 ROOT = Path(__file__).resolve().parent.parent
-Obj = dict[str, Any]
 _POLICIES: list[PolicySet] = []
 
 

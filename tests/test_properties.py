@@ -14,9 +14,8 @@ from hypothesis import strategies as st
 
 from compiler import compile_trainjob, emit
 from compiler.context import ANCESTOR_LABEL
+from compiler.data import Obj
 from tests.strategies import framework_pair, job_and_runtime
-
-Obj = dict[str, Any]
 
 
 def _jobset(objects: tuple[Obj, ...]) -> Obj:

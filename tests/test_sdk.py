@@ -55,8 +55,7 @@ from kubernetes import client as k8s_client
 
 from compiler import CompileResult, compile_trainjob
 from compiler.builtin import builtin_runtimes
-
-Obj = dict[str, Any]
+from compiler.data import Obj
 
 NAMESPACE = "team-a"
 FAKE_HOST = "http://127.0.0.1:9"  # never dialled: every request is answered in-process

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 
 import pytest
 
-from compiler.data import copy_json
+from compiler.data import Obj, copy_json
 from compiler.diagnostics import Severity
 from compiler.validate.quirks import check
-from tests.test_validate_webhook import JOBS, POD, Edit, Obj, put, runtime, trainjob
+from tests.test_validate_webhook import JOBS, POD, Edit, put, runtime, trainjob
 
 NODE_CONTAINER = (*JOBS, 0, *POD, "containers", 0)
 GPU2 = put((*NODE_CONTAINER, "resources"), {"limits": {"nvidia.com/gpu": 2}})

@@ -17,12 +17,12 @@ import jsonschema
 import pytest
 
 from compiler import structural
+from compiler.data import Obj
 from compiler.defaults import default_in_place
 from compiler.loader import Source, parse_source
 from compiler.validate import schema
 from tests import goldenfile
 
-Obj = dict[str, Any]
 KEYWORDS = {"enum": "TJC-SCHEMA-ENUM", "maxLength": "TJC-SCHEMA-MAXLENGTH",
             "minLength": "TJC-SCHEMA-MINLENGTH", "minimum": "TJC-SCHEMA-MINIMUM",
             "maximum": "TJC-SCHEMA-MAXIMUM", "pattern": "TJC-SCHEMA-PATTERN",

@@ -14,12 +14,11 @@ import pytest
 import yaml
 
 from compiler import structural
-from compiler.data import copy_json
+from compiler.data import Obj, copy_json
 from compiler.defaults import default_in_place
 from compiler.diagnostics import Diagnostic, Severity
 from compiler.validate.webhook import validate_runtime, validate_trainjob
 
-Obj = dict[str, Any]
 Edit = Callable[[Obj], None]
 RUNTIMES = Path(__file__).resolve().parent.parent / "runtimes"
 JOBS = ("spec", "template", "spec", "replicatedJobs")

@@ -16,16 +16,16 @@ from typing import Any
 
 from compiler import emit
 from compiler.builtin import builtin_runtimes
+from compiler.data import Obj
 from compiler.defaults import apply_defaults
 from compiler.diagnostics import Diagnostic, Severity, has_errors
 from compiler.inputs import kind_of, runtime_table
 from compiler.loader import Document, Source, parse_source, read_sources
+from compiler.plugins import REGISTRY
 from compiler.resolve import runtime_key
 
-Obj = dict[str, Any]
 FRAMEWORK_LABEL = "trainer.kubeflow.org/framework"
 SUPPORT_LABEL = "trainer.kubeflow.org/support"
-ML_SOURCES = ("torch", "mpi", "jax", "xgboost", "flux")
 COLUMNS = (("NAME", "name"), ("KIND", "kind"), ("NAMESPACE", "namespace"),
            ("FRAMEWORK", "framework"), ("ML POLICY", "mlPolicy"), ("NODES", "numNodes"),
            ("DEPRECATED", "deprecated"), ("IMAGES", "images"))
@@ -147,10 +147,11 @@ def summary(doc: Document) -> Obj:
 
 
 def ml_policy(policy: Any) -> str | None:
-    """Which ML policy sources are set (`+`-joined), `plain` for none, None without mlPolicy."""
+    """Which ML policy sources are set (`+`-joined, in registry order; each plugin names the
+    source it stands for), `plain` for none, None without mlPolicy."""
     if not isinstance(policy, dict):
         return None
-    found = [name for name in ML_SOURCES if policy.get(name) is not None]
+    found = [p.ml_source for p in REGISTRY if p.ml_source and policy.get(p.ml_source) is not None]
     return "+".join(found) or "plain"
 
 

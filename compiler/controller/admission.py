@@ -10,16 +10,16 @@ evaluator the policy set holds.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from compiler.admission import admit_runtime, check_object
 from compiler.compile import CompileResult
+from compiler.data import Obj
 from compiler.diagnostics import Diagnostic, Severity
 
 if TYPE_CHECKING:
     from compiler.policy.engine import PolicySet
 
-Obj = dict[str, Any]
 
 
 def runtime_findings(runtime: Obj, policies: PolicySet) -> list[Diagnostic]:

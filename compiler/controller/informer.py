@@ -21,11 +21,10 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any
 
 from compiler.controller.kube import Gone, Kube, Resource
+from compiler.data import Obj
 
-Obj = dict[str, Any]
 Key = tuple[str, str]
 Handler = Callable[[str, Obj], None]
 Changed = Callable[[Obj, Obj], bool]

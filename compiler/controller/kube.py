@@ -21,7 +21,8 @@ from urllib.parse import quote
 
 import yaml
 
-Obj = dict[str, Any]
+from compiler.data import Obj
+
 FIELD_MANAGER = "trainer"
 
 

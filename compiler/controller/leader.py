@@ -16,7 +16,6 @@ from typing import Any
 
 from compiler.controller.kube import LEASE, ApiError, Kube
 
-Obj = dict[str, Any]
 LOG = logging.getLogger("tjc.controller")
 
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-Obj = dict[str, Any]
+from compiler.data import Obj
+
 REASON = "TrainJobUnschedulable"
 MAX_INDEXED_PARALLELISM = 100_000
 MAX_PODS = 150_000

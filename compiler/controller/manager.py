@@ -22,7 +22,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from compiler.controller.informer import Informer, jobset_fields, key_of
 from compiler.controller.kube import (
@@ -42,11 +42,11 @@ from compiler.controller.metrics import Metrics, serve
 from compiler.controller.ownership import OWNED_LABEL
 from compiler.controller.reconcile import Reconciler, reason_of
 from compiler.controller.workqueue import WorkQueue
+from compiler.data import Obj
 
 if TYPE_CHECKING:
     from compiler.policy.engine import PolicySet
 
-Obj = dict[str, Any]
 LOG = logging.getLogger("tjc.controller")
 EVENTS = Resource("events.k8s.io", "v1", "events", "Event")
 REPORTER = "trainer-trainjob-controller"

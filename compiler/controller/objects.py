@@ -10,12 +10,11 @@ Called by `reconcile` with what the compiler gave; it never changes an object's 
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Protocol
 
 from compiler.controller import ownership
 from compiler.controller.kube import ApiError, Kube, resource_of
-
-Obj = dict[str, Any]
+from compiler.data import Obj
 
 
 class Store(Protocol):

@@ -18,12 +18,10 @@ build, only whether an object may be used or written.
 
 from __future__ import annotations
 
-from typing import Any
-
 from compiler.controller import status as st
 from compiler.controller.kube import TRAINJOB, Kube, resource_of
+from compiler.data import Obj
 
-Obj = dict[str, Any]
 TRAINER_GROUP = "trainer.kubeflow.org/"
 # Label on the ConfigMaps and Secrets the controller makes: its informers watch only these.
 OWNED_LABEL = "trainer.kubeflow.org/trainjob-name"

@@ -21,7 +21,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from compiler.compile import compile_trainjob, prepare_runtime
 from compiler.context import CompileOptions, SSHKeySource
@@ -34,6 +34,7 @@ from compiler.controller.kube import (
     ApiError,
     Kube,
 )
+from compiler.data import Obj
 
 if TYPE_CHECKING:
     from compiler.diagnostics import Diagnostic
@@ -41,7 +42,6 @@ if TYPE_CHECKING:
 
 LOG = logging.getLogger("tjc.controller")
 
-Obj = dict[str, Any]
 Key = tuple[str, str]
 MANAGED_BY = "trainer.kubeflow.org/trainjob-controller"
 INVALID_REASON = "TrainJobInvalid"

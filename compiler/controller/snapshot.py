@@ -26,9 +26,9 @@ import yaml
 from compiler.controller import ownership
 from compiler.controller import status as st
 from compiler.controller.kube import CLUSTER_RUNTIME, CONFIGMAP, TRAINING_RUNTIME, Kube
+from compiler.data import Obj
 from compiler.plugins.base import controller_reference
 
-Obj = dict[str, Any]
 RECORD = "RuntimeSnapshot"
 ALTERED = "RuntimeSnapshotAltered"
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")

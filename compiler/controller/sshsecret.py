@@ -10,13 +10,11 @@ compile (whether to make a key) and after the write (to record the uid).
 
 from __future__ import annotations
 
-from typing import Any
-
 from compiler.controller import ownership
 from compiler.controller import status as st
 from compiler.controller.kube import SECRET, Kube
+from compiler.data import Obj
 
-Obj = dict[str, Any]
 RECORD = "MPISSHSecret"
 REPLACED = "SSHSecretReplaced"
 

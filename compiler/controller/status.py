@@ -12,7 +12,7 @@ import copy
 from datetime import UTC, datetime
 from typing import Any
 
-Obj = dict[str, Any]
+from compiler.data import Obj
 
 DEADLINE_REASON = "DeadlineExceeded"
 

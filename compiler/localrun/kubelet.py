@@ -14,11 +14,10 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from compiler import quantity
+from compiler.data import Obj
 
-Obj = dict[str, Any]
 _REF = re.compile(r"\$\$|\$\(([-._a-zA-Z][-._a-zA-Z0-9]*)\)")
 _KEYED = re.compile(r"^metadata\.(labels|annotations)\['([^']*)'\]$")
 

@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from compiler.data import Obj
 from compiler.localrun import hosts, kubelet, shims
-from compiler.localrun.kubelet import Obj, PodIdentity, PodView
+from compiler.localrun.kubelet import PodIdentity, PodView
 
 _SSH_SERVERS = frozenset({"sshd"})
 

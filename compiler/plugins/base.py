@@ -1,30 +1,35 @@
 """What a plugin is: a declaration, an activation test, and phase functions that return edits.
 
-A plugin module defines one `PLUGIN = PluginSpec(...)`. Its `enforce` and `build` functions read
-the `Context` and return a `PluginResult`: edits (applied by `compiler.plugins.edits` with
-upstream's upsert rules), extra objects, and diagnostics. Plugins never mutate the context
-themselves. The facts in `requires`/`provides`/`after` order the plugins
-(`compiler.plugins.graph`).
+A plugin module defines one `PLUGIN = PluginSpec(...)` and carries everything about its
+framework. Its `enforce` and `build` functions read the `Context` and return a
+`PluginResult`: edits (applied by `compiler.plugins.edits` with upstream's upsert rules),
+extra objects, and diagnostics. Plugins never mutate the context themselves. The facts in
+`requires`/`provides`/`after` order the plugins (`compiler.plugins.graph`). Its admission
+rules (`validate`), quirk warnings (`quirks`), reserved env names, the envs it injects and the
+mlPolicy source it stands for are read from the registry by `compiler.validate` and
+`tjc runtimes`, which import no plugin module themselves.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from compiler.context import NODE, TRAINER, Context, PodSet
+from compiler.data import Obj
 from compiler.diagnostics import Diagnostic
-
-Obj = dict[str, Any]
+from compiler.plugins.checks import Admission
 
 
 @dataclass(frozen=True)
 class SetCount:
-    """Set the pod count of a pod set (upstream `PodSet.Count`)."""
+    """Set the pod count of a pod set (upstream `PodSet.Count`) from `spec.trainer.numNodes`;
+    `note` says how, when the count is not numNodes itself (MPI's launcher as a node)."""
 
     pod_set: int
     count: int
+    note: str = ""
 
 
 @dataclass(frozen=True)
@@ -85,10 +90,12 @@ class SetFact:
 @dataclass(frozen=True)
 class SetTrainerCommand:
     """Replace the in-memory `spec.trainer.command` the builder will write (torchtune, flux);
-    `clear_args` also drops `spec.trainer.args` (flux: the runtime's args then stay)."""
+    `clear_args` also drops `spec.trainer.args` (flux: the runtime's args then stay); `how`
+    says what the plugin did to the TrainJob's command (for `tjc explain`)."""
 
     command: tuple[str, ...]
     clear_args: bool = False
+    how: str = "set by a plugin"
 
 
 @dataclass(frozen=True)
@@ -120,6 +127,14 @@ class PluginSpec:
     `enforce` runs in the first phase (upstream's EnforceMLPolicy / EnforcePodGroupPolicy) and
     returns edits; `build` runs once every plugin has enforced (upstream's component builders,
     after the pod counts are final) and returns objects. Both phases follow the graph order.
+
+    For admission and `tjc validate`: `validate` yields the plugin's admission errors for a
+    TrainJob (upstream's plugin `Validate`), `quirks(trainjob, runtime)` its quirk warnings,
+    `reserved_envs` the env names a TrainJob may not set, `trainer_envs` the envs (and port
+    29500) it injects into the trainer `node` container only when the TrainJob has
+    `spec.trainer` (`trainer_envs_note` says what else holds), and `gpu_effect(trainer,
+    policy, gpus)` what counting 0 GPUs instead of `gpus` changes. `ml_source` is the
+    `mlPolicy` key the plugin stands for (`tjc runtimes` lists runtimes by it).
     """
 
     name: str
@@ -130,6 +145,13 @@ class PluginSpec:
     provides: frozenset[str] = field(default_factory=frozenset)
     after: frozenset[str] = field(default_factory=frozenset)
     policy: str = ""
+    ml_source: str = ""
+    validate: Callable[[Admission], Iterable[Diagnostic]] | None = None
+    quirks: Callable[[Obj, Obj], Iterable[Diagnostic]] | None = None
+    reserved_envs: frozenset[str] = field(default_factory=frozenset)
+    trainer_envs: tuple[str, ...] = ()
+    trainer_envs_note: str = ""
+    gpu_effect: Callable[[Obj, Obj, int], str | None] | None = None
 
 
 def pod_group_policy(ctx: Context, key: str) -> Obj | None:

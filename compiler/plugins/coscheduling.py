@@ -9,8 +9,6 @@ when one exists and the TrainJob runs: that is the controller's decision, not th
 
 from __future__ import annotations
 
-from typing import Any
-
 from compiler.context import Context
 from compiler.plugins.base import (
     PluginResult,
@@ -21,7 +19,6 @@ from compiler.plugins.base import (
 )
 from compiler.resources import pod_group_totals
 
-Obj = dict[str, Any]
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 
 

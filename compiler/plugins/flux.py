@@ -20,6 +20,10 @@ kept in this repository but installed from the Kubeflow Trainer Go module when t
 built (`compiler/_native/flux/`, by setup.py) or by `make setup` (`build/flux/` of a checkout;
 `schemas/fluxtemplates.py` does both). Without them a Flux TrainJob gets an error, never a
 ConfigMap that differs from upstream's.
+
+Admission (upstream's Flux `Validate`): numProcPerNode at least 1, and no init container of
+its own named `flux-installer` in the `node` job. `tjc validate` also warns that upstream's
+controller panics on a Flux TrainJob without spec.trainer.numNodes.
 """
 
 from __future__ import annotations
@@ -27,11 +31,12 @@ from __future__ import annotations
 import base64
 import functools
 import hashlib
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from compiler.context import NODE, TRAINER, Context
-from compiler.diagnostics import error
+from compiler.data import Obj
+from compiler.diagnostics import Diagnostic, error
 from compiler.plugins.base import (
     AddInitContainer,
     Edit,
@@ -43,9 +48,15 @@ from compiler.plugins.base import (
     ml_policy_has,
     owned_object,
 )
+from compiler.plugins.checks import (
+    Admission,
+    init_container_source,
+    quirk,
+    runtime_policy,
+    trainer_of,
+)
 from compiler.resources import gpu_count, node_resources
 
-Obj = dict[str, Any]
 INSTALLER = "flux-installer"
 DEFAULTS = {"FLUX_VIEW_IMAGE": "ghcr.io/converged-computing/flux-view-ubuntu:tag-jammy",
             "FLUX_NETWORK_DEVICE": "eth0", "FLUX_QUEUE_POLICY": "fcfs"}
@@ -110,7 +121,8 @@ def enforce(ctx: Context) -> PluginResult:
     settings = _settings(ctx)
     config, curve = _names(ctx)
     edits: list[Edit] = [SetTrainerCommand(
-        ("/bin/bash", "/etc/flux-config/entrypoint.sh", _original_command(ctx)), clear_args=True)]
+        ("/bin/bash", "/etc/flux-config/entrypoint.sh", _original_command(ctx)), clear_args=True,
+        how="rewritten by plugin flux (the Flux entrypoint runs it)")]
     volumes = (
         {"name": "spack-install", "emptyDir": {}},
         {"name": "flux-install", "emptyDir": {}},
@@ -219,6 +231,48 @@ def build(ctx: Context) -> PluginResult:
     ))
 
 
+def validate(job: Admission) -> Iterator[Diagnostic]:
+    """Flux `Validate`: numProcPerNode >= 1; no `flux-installer` init container in `node`."""
+    flux = job.policy("mlPolicy", "flux")
+    if flux is None or job.ctx is None:
+        return
+    trainer = job.trainer or {}
+    npp = trainer.get("numProcPerNode", flux.get("numProcPerNode"))
+    if isinstance(npp, int) and npp < 1:
+        yield error("TJC-WEBHOOK-FLUX-NUM-PROC-PER-NODE",
+                    f"numProcPerNode is {npp}: must be greater than or equal to 1 for Flux "
+                    "TrainJob", ("spec", "trainer", "numProcPerNode"))
+    for ps in job.ctx.pod_sets:
+        if ps.name != NODE:
+            continue
+        for container in ps.pod_spec.get("initContainers") or []:
+            if container.get("name") == INSTALLER:
+                subject, path = init_container_source(job, NODE, INSTALLER)
+                yield error("TJC-WEBHOOK-FLUX-INSTALLER",
+                            "initContainer 'flux-installer' is reserved; the Flux plugin adds "
+                            "it, rename this one", path, subject=subject)
+
+
+def quirks(trainjob: Obj, runtime: Obj) -> Iterator[Diagnostic]:
+    """Flux dereferences spec.trainer and spec.trainer.numNodes: without them the webhook
+    admits the TrainJob but the controller panics on it and creates nothing."""
+    if runtime_policy(runtime, "mlPolicy", "flux") is None:
+        return
+    trainer = trainer_of(trainjob)
+    if trainer is not None and isinstance(trainer.get("numNodes"), int):
+        return
+    yield quirk(
+        "TJC-QUIRK-FLUX-PANIC",
+        "the cluster admits this Flux TrainJob, but upstream's Flux plugin panics without "
+        "spec.trainer.numNodes and the controller creates nothing; set spec.trainer.numNodes",
+        ("spec", "trainer") if trainer is not None else ("spec",))
+
+
+def gpu_effect(trainer: Obj, policy: Obj, gpus: int) -> str | None:
+    """What counting no GPUs changes for Flux (§8-B4)."""
+    return "Flux runs without its per-task GPU flag (-g)"
+
+
 PLUGIN = PluginSpec(
     name="flux",
     policy="mlPolicy.flux",
@@ -226,6 +280,10 @@ PLUGIN = PluginSpec(
     enforce=enforce,
     build=build,
     provides=frozenset({"volumes", "side-objects"}),
+    ml_source="flux",
+    validate=validate,
+    quirks=quirks,
+    gpu_effect=gpu_effect,
 )
 
 

@@ -4,19 +4,30 @@ Always active and ordered last by its facts. It writes parallelism = completions
 count on every replicatedJob, then builds the JobSet: initializer STORAGE_URI/env/envFrom,
 trainer image/command/args/env, replicas, scheduler pod labels/annotations, suspend, and the
 controller ownerReference (only when the TrainJob has a uid: the compiler never invents one).
+Every field it writes is recorded in the context's origin recorder (`compiler.provenance`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from compiler.context import ANCESTOR_LABEL, NODE, TRAINER, Context
+from compiler.context import ANCESTOR_LABEL, JOBSET_API, NODE, POD_SPEC, TRAINER, Context
+from compiler.data import Obj
+from compiler.diagnostics import Path
 from compiler.plugins.base import PluginResult, PluginSpec, ml_policy_has, object_metadata
-from compiler.upsert import env_vars, port_match, upsert, upsert_env
+from compiler.provenance import Origin, made, trainjob_field
+from compiler.upsert import env_var, port_match, upsert, upsert_env
 
-Obj = dict[str, Any]
 INITIALIZERS = ("dataset-initializer", "model-initializer")
 INITIALIZER_KEYS = {"dataset-initializer": "dataset", "model-initializer": "model"}
+RUN_ONCE = made("JobSet builder (initializer and trainer jobs run once)")
+BUILDER = made("JobSet builder")
+SUSPEND = trainjob_field(("spec", "suspend"), exact=True, default_note=" (CRD default)")
+IMAGE = trainjob_field(("spec", "trainer", "image"), exact=True)
+COMMAND = trainjob_field(("spec", "trainer", "command"), exact=True)
+ARGS = trainjob_field(("spec", "trainer", "args"), exact=True)
+OWNER = Origin("trainJob metadata.uid", "trainjob", ("metadata", "uid"))
+METADATA = {key: trainjob_field(("metadata", key), exact=True) for key in ("name", "namespace")}
 
 
 def active(ctx: Context) -> bool:
@@ -30,93 +41,131 @@ def build(ctx: Context) -> PluginResult:
     jobs = spec.get("replicatedJobs") or []
     _sync_parallel_count(ctx, jobs)
     for ps in ctx.pod_sets:
-        _upsert_back(ps.pod_spec)
-    for rjob in jobs:
+        _upsert_back(ctx, ps.index)
+    for index, rjob in enumerate(jobs):
         ancestor = (rjob["template"].get("metadata", {}).get("labels") or {}).get(ANCESTOR_LABEL)
+        at = ctx.out_path("spec", "replicatedJobs", index) if ctx.origins.enabled else ()
         if ancestor in INITIALIZERS:
-            _initializer(ctx, rjob, ancestor)
-        _trainer(ctx, rjob, ancestor)
+            _initializer(ctx, rjob, ancestor, at)
+        _trainer(ctx, rjob, ancestor, at)
         pod_meta = rjob["template"]["spec"]["template"].setdefault("metadata", {})
-        _merge_map(pod_meta, "labels", ctx.pod_labels)
-        _merge_map(pod_meta, "annotations", ctx.pod_annotations)
+        for key, values in (("labels", ctx.pod_labels), ("annotations", ctx.pod_annotations)):
+            _merge_map(pod_meta, key, values)
+            for name in values if ctx.origins.enabled else ():
+                ctx.origins.record((*at, "template", "spec", "template", "metadata", key, name),
+                                   ctx.pod_meta_origins.get((key, name), BUILDER))
     suspend = ctx.trainjob.get("spec", {}).get("suspend")
     spec.pop("suspend", None)
     if suspend is not None:
         spec["suspend"] = suspend
+        ctx.origins.record(ctx.out_path("spec", "suspend"), SUSPEND)
     return PluginResult(objects=(_jobset(ctx, spec),))
 
 
 def _sync_parallel_count(ctx: Context, jobs: list[Obj]) -> None:
     for ps in ctx.pod_sets:
-        for rjob in jobs:
+        for index, rjob in enumerate(jobs):
             if rjob.get("name") == ps.name:
                 job_spec = rjob["template"]["spec"]
                 job_spec["parallelism"] = ps.count
                 job_spec["completions"] = ps.count
+                if ctx.origins.enabled:
+                    at = ctx.out_path("spec", "replicatedJobs", index, "template", "spec")
+                    ctx.origins.record((*at, "parallelism"), ps.count_origin)
+                    ctx.origins.record((*at, "completions"), ps.count_origin)
                 break
 
 
-def _upsert_back(pod_spec: Obj) -> None:
+def _upsert_back(ctx: Context, pod_set: int) -> None:
     """Build's write-back of each pod set's container ports.
 
     Upstream upserts every pod-set list (volumes, env, ports, mounts) into the JobSet list it
     was taken from. Volumes, env and mounts have unique keys (the CRDs key them by name and
     mountPath), so that changes nothing; but unnamed ports all match each other (nil name ==
     nil name), so the first unnamed port ends up holding the last one: `[8080, 6006]` becomes
-    `[6006, 6006]` (reference §4).
+    `[6006, 6006]` (reference §4). The port that lands keeps its origin.
     """
+    ps = ctx.pod_sets[pod_set]
     for key in ("containers", "initContainers"):
-        for container in pod_spec.get(key) or []:
+        for k, container in enumerate(ps.pod_spec.get(key) or []):
             ports = container.get("ports")
-            if ports and len(ports) > 1:
-                upsert(ports, list(ports), port_match)
+            if not ports or len(ports) < 2:
+                continue
+            path = ctx.pod_path(ps, key, k, "ports")
+            origins = [ctx.origins.lookup((*path, j)) for j in range(len(ports))] \
+                if ctx.origins.enabled else []
+            landed = upsert(ports, list(ports), port_match)
+            for origin, index in zip(origins, landed, strict=False):
+                ctx.origins.record((*path, index), origin or BUILDER)
 
 
-def _containers(rjob: Obj) -> list[Obj]:
+def _containers(rjob: Obj) -> list[tuple[int, Obj]]:
     containers = rjob["template"]["spec"]["template"]["spec"].get("containers")
-    return [c for c in containers or [] if isinstance(c, dict)]
+    return [(k, c) for k, c in enumerate(containers or []) if isinstance(c, dict)]
 
 
-def _initializer(ctx: Context, rjob: Obj, ancestor: str) -> None:
+def _initializer(ctx: Context, rjob: Obj, ancestor: str, at: Path) -> None:
     rjob["replicas"] = 1
-    config = (ctx.trainjob.get("spec", {}).get("initializer") or {}).get(
-        INITIALIZER_KEYS[ancestor])
+    ctx.origins.record((*at, "replicas"), RUN_ONCE)
+    key = INITIALIZER_KEYS[ancestor]
+    config = (ctx.trainjob.get("spec", {}).get("initializer") or {}).get(key)
     if not isinstance(config, dict):
         return
-    for container in _containers(rjob):
+    source: Path = ("spec", "initializer", key)
+    for k, container in _containers(rjob):
         if container.get("name") != ancestor:
             continue
+        path = (*at, *POD_SPEC, "containers", k)
         if config.get("storageUri") is not None:
-            upsert_env(container, [{"name": "STORAGE_URI", "value": config["storageUri"]}])
-        upsert_env(container, env_vars(config.get("env")))
+            landed = upsert_env(container, [{"name": "STORAGE_URI",
+                                             "value": config["storageUri"]}])
+            ctx.origins.record_items((*path, "env"), landed,
+                                     [trainjob_field((*source, "storageUri"))])
+        _env(ctx, container, config.get("env"), (*source, "env"), path)
         secret = config.get("secretRef")
         if isinstance(secret, dict):
             container.setdefault("envFrom", []).append(
                 {"secretRef": {"name": secret.get("name", "")}})
+            ctx.origins.record((*path, "envFrom", len(container["envFrom"]) - 1),
+                               trainjob_field((*source, "secretRef")))
 
 
-def _trainer(ctx: Context, rjob: Obj, ancestor: str | None) -> None:
+def _env(ctx: Context, container: Obj, envs: Any, source: Path, path: Path) -> None:
+    """Upsert a TrainJob env list, each item recorded as its TrainJob field's."""
+    items = [(i, env) for i, env in enumerate(envs or []) if isinstance(env, dict)]
+    landed = upsert_env(container, [env_var(env) for _, env in items])
+    if ctx.origins.enabled:
+        ctx.origins.record_items((*path, "env"), landed,
+                                 [trainjob_field((*source, i)) for i, _ in items])
+
+
+def _trainer(ctx: Context, rjob: Obj, ancestor: str | None, at: Path) -> None:
     trainer = ctx.trainer
     if ancestor == TRAINER:
         rjob["replicas"] = 1
-        for container in _containers(rjob):
+        ctx.origins.record((*at, "replicas"), RUN_ONCE)
+        for k, container in _containers(rjob):
             if container.get("name") == NODE and trainer is not None:
-                _trainer_overrides(ctx, container, trainer)
+                _trainer_overrides(ctx, container, trainer, (*at, *POD_SPEC, "containers", k))
     launcher_as_node = ml_policy_has(ctx, "mpi") and \
         (ctx.ml_policy or {})["mpi"].get("runLauncherAsNode") is True
     if ancestor == TRAINER or (launcher_as_node and rjob.get("name") == NODE):
-        for container in _containers(rjob):
+        for k, container in _containers(rjob):
             if container.get("name") == NODE and trainer is not None:
-                upsert_env(container, env_vars(trainer.get("env")))
+                _env(ctx, container, trainer.get("env"), ("spec", "trainer", "env"),
+                     (*at, *POD_SPEC, "containers", k))
 
 
-def _trainer_overrides(ctx: Context, container: Obj, trainer: Obj) -> None:
+def _trainer_overrides(ctx: Context, container: Obj, trainer: Obj, path: Path) -> None:
     if trainer.get("image") is not None:
         container["image"] = trainer["image"]
+        ctx.origins.record((*path, "image"), IMAGE)
     if ctx.trainer_command is not None:
         _set_list(container, "command", ctx.trainer_command)
+        ctx.origins.record((*path, "command"), ctx.command_origin or COMMAND)
     if isinstance(trainer.get("args"), list) and not ctx.clear_trainer_args:
         _set_list(container, "args", trainer["args"])
+        ctx.origins.record((*path, "args"), ARGS)
 
 
 def _set_list(container: Obj, key: str, values: list[str]) -> None:
@@ -138,8 +187,16 @@ def _jobset(ctx: Context, spec: Obj) -> Obj:
         metadata["labels"] = dict(ctx.labels)
     if ctx.annotations:
         metadata["annotations"] = dict(ctx.annotations)
-    return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
-            "metadata": metadata, "spec": spec}
+    obj = {"apiVersion": JOBSET_API[0], "kind": JOBSET_API[1], "metadata": metadata, "spec": spec}
+    if ctx.origins.enabled:
+        record = ctx.origins.record
+        ctx.origins.add_output(ctx.out_path(), obj)
+        for key in ("apiVersion", "kind"):
+            record(ctx.out_path(key), BUILDER)
+        for key, origin in METADATA.items():
+            record(ctx.out_path("metadata", key), origin)
+        record(ctx.out_path("metadata", "ownerReferences"), OWNER)
+    return obj
 
 
 PLUGIN = PluginSpec(

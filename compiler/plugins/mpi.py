@@ -10,14 +10,19 @@ source; otherwise a notice names the Secret the job needs), then the hostfile Co
 one `<endpoint> slots=<n>` line per node pod. Its size is computed first, without building
 it: a hostfile over the ConfigMap limit (1 MiB, which the API server would refuse) is an error,
 so that no count, however large, makes the compiler allocate in proportion to it.
+
+Admission (upstream's MPI `Validate`): runLauncherAsNode with 2+ nodes needs the jobs
+`launcher` and `node`, and the OpenMPI env names are reserved.
 """
 
 from __future__ import annotations
 
 import base64
+from collections.abc import Iterator
 from typing import Any
 
 from compiler.context import NODE, Context, PodSet
+from compiler.data import Obj
 from compiler.diagnostics import Diagnostic, Severity, error
 from compiler.errors import CompileError
 from compiler.plugins.base import (
@@ -32,12 +37,15 @@ from compiler.plugins.base import (
     ml_policy_has,
     owned_object,
 )
+from compiler.plugins.checks import NUM_NODES, Admission, reserved_envs
 from compiler.resources import gpu_count, int32, node_resources
 
-Obj = dict[str, Any]
 LAUNCHER = "launcher"
 OPENMPI = "OpenMPI"
 SLOTS = "mpi.numProcPerNode"
+RESERVED_ENVS = frozenset({"OMPI_MCA_orte_default_hostfile", "OMPI_MCA_plm_rsh_args",
+                           "OMPI_MCA_orte_keep_fqdn_hostnames",
+                           "OMPI_MCA_orte_set_default_slots"})
 HOSTFILE_DIR = "/etc/mpi"
 # The API server's limit on a ConfigMap's data (core validation, MaxSecretSize).
 CONFIGMAP_MAX_BYTES = 1024 * 1024
@@ -60,8 +68,11 @@ def enforce(ctx: Context) -> PluginResult:
     node = ctx.pod_set_by_name(NODE)
     if trainer is not None and isinstance(trainer.get("numNodes"), int) and node is not None:
         nodes = trainer["numNodes"]
-        edits.append(SetCount(node.index, max(nodes - 1, 1)
-                              if policy.get("runLauncherAsNode") is True else nodes))
+        if policy.get("runLauncherAsNode") is True:
+            edits.append(SetCount(node.index, max(nodes - 1, 1),
+                                  " (minus one: the launcher runs as a node)"))
+        else:
+            edits.append(SetCount(node.index, nodes))
     slots = policy.get("numProcPerNode", 1)
     if trainer is not None and isinstance(trainer.get("numProcPerNode"), int):
         slots = trainer["numProcPerNode"]
@@ -196,6 +207,29 @@ def _hostfile(ctx: Context) -> Obj:
                         data={"hostfile": hostfile_text(ctx)})
 
 
+def validate(job: Admission) -> Iterator[Diagnostic]:
+    """MPI `Validate`: runLauncherAsNode with 2+ nodes needs jobs `launcher` and `node`;
+    reserved OMPI_* envs."""
+    mpi = job.policy("mlPolicy", "mpi")
+    trainer = job.trainer
+    if mpi is None or trainer is None:
+        return
+    if trainer.get("numNodes", 1) >= 2 and mpi.get("runLauncherAsNode") is True and \
+            (ctx := job.ctx) is not None and (
+            ctx.pod_set_by_name(LAUNCHER) is None or ctx.pod_set_by_name(NODE) is None):
+        yield error("TJC-WEBHOOK-MPI-LAUNCHER-AS-NODE",
+                    "must have 1 when MPI trainingRuntime with enabled runLauncherAsNode does "
+                    "not have either launcher and node", NUM_NODES)
+    yield from reserved_envs("TJC-WEBHOOK-MPI-RESERVED-ENV", trainer, RESERVED_ENVS)
+
+
+def gpu_effect(trainer: Obj, policy: Obj, gpus: int) -> str | None:
+    """What counting no GPUs changes for MPI (§8-B4)."""
+    if "numProcPerNode" not in trainer and policy.get("numProcPerNode") == 1 and gpus > 1:
+        return "the MPI slots per node stay 1 instead of the GPU count"
+    return None
+
+
 PLUGIN = PluginSpec(
     name="mpi",
     policy="mlPolicy.mpi",
@@ -204,4 +238,8 @@ PLUGIN = PluginSpec(
     build=build,
     provides=frozenset({"pod-counts", "framework-env", "volumes", "side-objects"}),
     requires=frozenset(),
+    ml_source="mpi",
+    validate=validate,
+    reserved_envs=RESERVED_ENVS,
+    gpu_effect=gpu_effect,
 )

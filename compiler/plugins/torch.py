@@ -6,14 +6,18 @@ else the CPU count rounded up, or the TrainJob's numProcPerNode) and PET_NODE_RA
 PET_MASTER_ADDR/PORT or, for `command: [tune, run]`, TorchTune's rendezvous, recipe, config and
 the runtime's immutable overrides appended to the command; then port 29500. `envInjection`
 targets get the PET and master envs even without `spec.trainer`.
+
+Admission (upstream's torch `Validate`): envInjection targets exist, the PET_* names are
+reserved, and TorchTune's model, node count, QLoRA and immutable-config rules.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterator
 
 from compiler.context import ANCESTOR_LABEL, NODE, TRAINER, Context
-from compiler.diagnostics import error
+from compiler.data import Obj
+from compiler.diagnostics import Diagnostic, error
 from compiler.errors import CompileError
 from compiler.plugins.base import (
     TRAINER_PORT,
@@ -28,11 +32,26 @@ from compiler.plugins.base import (
     node_zero_host,
     trainer_count,
 )
+from compiler.plugins.checks import (
+    NUM_NODES,
+    RUNTIME_REF,
+    RUNTIME_REF_NAME,
+    Admission,
+    as_dict,
+    as_list,
+    go_quote,
+    reserved_envs,
+    strings,
+)
 from compiler.resources import cpu_count, gpu_count, int32, node_resources
 from compiler.upsert import env_vars
 
-Obj = dict[str, Any]
 TUNE_ENTRYPOINT = ["tune", "run"]
+ENV_NAMES = ("PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK", "PET_MASTER_ADDR",
+             "PET_MASTER_PORT")
+TORCHTUNE_MODELS = frozenset({"llama3_2/1B", "llama3_2/3B", "llama3_3/70B", "qwen2_5/1.5B"})
+LLAMA_70B, QWEN_1_5B = "llama3_3/70B", "qwen2_5/1.5B"
+QLORA_SUFFIX, QLORA_SINGLE_DEVICE_SUFFIX = "_qlora", "_qlora_single_device"
 IMMUTABLE_CONFIGS = frozenset({"output_dir", "tokenizer.path", "checkpointer.checkpoint_dir",
                                "tokenizer.merges_file"})
 
@@ -67,7 +86,8 @@ def enforce(ctx: Context) -> PluginResult:
         if trainer.get("command") != TUNE_ENTRYPOINT:
             edits.append(UpsertEnv(ps.index, NODE, master))
         else:
-            edits.append(SetTrainerCommand(tuple(_tune_command(ctx, count, npp, gpus))))
+            edits.append(SetTrainerCommand(tuple(_tune_command(ctx, count, npp, gpus)),
+                                            how="extended by plugin torch (TorchTune)"))
         edits.append(UpsertPorts(ps.index, NODE, ({"containerPort": TRAINER_PORT},)))
     edits.extend(_env_injection(ctx, pet + master))
     return PluginResult(edits=tuple(edits))
@@ -172,10 +192,103 @@ def _runtime_overrides(ctx: Context) -> list[str]:
     return out
 
 
+# ----------------------------------------------------------------------------- admission
+
+
+def validate(job: Admission) -> Iterator[Diagnostic]:
+    """Torch `Validate`: envInjection targets exist; reserved PET_* envs; TorchTune rules."""
+    torch = job.policy("mlPolicy", "torch")
+    if torch is None:
+        return
+    if as_dict(torch.get("envInjection")).get("targets") and job.ctx is not None:
+        yield from _injection_targets(job.ctx, torch)
+    trainer = job.trainer
+    if trainer is None:
+        return
+    yield from reserved_envs("TJC-WEBHOOK-TORCH-RESERVED-ENV", trainer, frozenset(ENV_NAMES))
+    if trainer.get("command") == TUNE_ENTRYPOINT and job.ctx is not None:
+        yield from _torchtune(job.ctx, trainer)
+
+
+def _injection_targets(ctx: Context, torch: Obj) -> Iterator[Diagnostic]:
+    """`validateEnvInjectionTargets`: every target container is in its pod set (regular
+    containers, then init containers)."""
+    for target in as_list(as_dict(torch.get("envInjection")).get("targets")):
+        job_name = str(target.get("jobName", ""))
+        for name in strings(target.get("containerNames")):
+            ps = ctx.pod_set_by_name(job_name)
+            if ps is not None and (ps.container(name) is not None
+                                   or ps.container(name, init=True) is not None):
+                continue
+            yield error("TJC-WEBHOOK-TORCH-ENV-INJECTION",
+                        f"envInjection target podSet {go_quote(job_name)} container "
+                        f"{go_quote(name)} not found in runtime template", RUNTIME_REF)
+
+
+def _torchtune(ctx: Context, trainer: Obj) -> Iterator[Diagnostic]:
+    """`validateTorchTune`, with the config computed from numProcPerNode `auto` (no CPU
+    conversion) and the GPU count of resourcesPerNode, else of the runtime's node."""
+    ref = as_dict(ctx.trainjob.get("spec", {}).get("runtimeRef"))
+    model = model_name(str(ref.get("name", "")))
+    if model not in TORCHTUNE_MODELS:
+        yield error("TJC-WEBHOOK-TORCHTUNE-MODEL",
+                    f"must have a supported pretrained model, invalid model configured: {model}",
+                    RUNTIME_REF_NAME)
+    num_nodes = trainer.get("numNodes", 1)
+    if num_nodes > 1 and model != LLAMA_70B:
+        yield error("TJC-WEBHOOK-TORCHTUNE-NUM-NODES", f"must be 1 for {model} model",
+                    NUM_NODES)
+    args = strings(trainer.get("args"))
+    npp: int | str = trainer.get("numProcPerNode", "auto")
+    _, config = recipe_and_config(ctx, num_nodes, npp, gpu_count(node_resources(ctx)), args)
+    yield from _qlora(model, config)
+    if num_nodes > 1 and (is_lora(args) or is_qlora(args)):
+        yield error("TJC-WEBHOOK-TORCHTUNE-LORA-MULTI-NODE",
+                    "LoRA fine-tuning is not supported for multi-node training in TorchTune",
+                    NUM_NODES)
+    for i, arg in enumerate(args):
+        key = arg.split("=", 1)[0]
+        if key in IMMUTABLE_CONFIGS:
+            yield error("TJC-WEBHOOK-TORCHTUNE-IMMUTABLE-ARG",
+                        f"must not set immutable config {go_quote(key)} in trainer args; it is "
+                        "managed by the runtime", ("spec", "trainer", "args", i))
+
+
+def _qlora(model: str, config: str) -> Iterator[Diagnostic]:
+    """QLoRA rules; `_qlora` also matches `_qlora_single_device` (upstream, §8-B14)."""
+    if QLORA_SUFFIX not in config:
+        return
+    if model == QWEN_1_5B:
+        yield error("TJC-WEBHOOK-TORCHTUNE-QLORA-MODEL", f"QLoRA is not supported for {model} "
+                    "model", RUNTIME_REF_NAME)
+    if QLORA_SINGLE_DEVICE_SUFFIX not in config and model in ("llama3_2/1B", "llama3_2/3B"):
+        yield error("TJC-WEBHOOK-TORCHTUNE-QLORA-NUM-PROC",
+                    f"must be auto or 1 for {model} model when using QLoRA",
+                    ("spec", "trainer", "numProcPerNode"))
+        yield error("TJC-WEBHOOK-TORCHTUNE-QLORA-RESOURCES",
+                    f"must have gpu resource with value 1 for {model} model when using QLoRA",
+                    ("spec", "trainer", "resourcesPerNode"))
+
+
+def gpu_effect(trainer: Obj, policy: Obj, gpus: int) -> str | None:
+    """What counting no GPUs changes for torch (§8-B4)."""
+    if trainer.get("command") == TUNE_ENTRYPOINT:
+        return "TorchTune's recipe, config and rendezvous are chosen as for a node without GPUs"
+    if "numProcPerNode" not in trainer:
+        return "PET_NPROC_PER_NODE becomes the node's CPU count instead of auto"
+    return None
+
+
 PLUGIN = PluginSpec(
     name="torch",
     policy="mlPolicy.torch",
     active=active,
     enforce=enforce,
     provides=frozenset({"pod-counts", "trainer-env", "framework-env", "trainer-port"}),
+    ml_source="torch",
+    validate=validate,
+    reserved_envs=frozenset(ENV_NAMES),
+    trainer_envs=ENV_NAMES,
+    trainer_envs_note=" (envInjection targets still get them)",
+    gpu_effect=gpu_effect,
 )

@@ -5,13 +5,18 @@ Active when `podGroupPolicy.volcano` is set. Enforce annotates every pod
 with minMember and minResources over all pod sets, the queue from the JobSet annotation
 `scheduling.volcano.sh/queue-name` when present, the priorityClassName of the last
 replicatedJob that sets one, and the policy's networkTopology.
+
+Admission (upstream's Volcano `Validate`): the propagated queue-name annotation, when present,
+is not empty. (The PriorityClass existence check needs a cluster and is skipped.)
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterator
 
 from compiler.context import Context
+from compiler.data import Obj
+from compiler.diagnostics import Diagnostic, error
 from compiler.plugins.base import (
     PluginResult,
     PluginSpec,
@@ -19,9 +24,9 @@ from compiler.plugins.base import (
     owned_object,
     pod_group_policy,
 )
+from compiler.plugins.checks import Admission, annotation_source
 from compiler.resources import pod_group_totals
 
-Obj = dict[str, Any]
 GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
 QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 
@@ -55,6 +60,18 @@ def build(ctx: Context) -> PluginResult:
                                               ctx.name, spec=spec),))
 
 
+def validate(job: Admission) -> Iterator[Diagnostic]:
+    """Volcano `Validate`: the propagated queue-name annotation is not empty."""
+    if job.policy("podGroupPolicy", "volcano") is None or job.ctx is None:
+        return
+    if job.ctx.annotations.get(QUEUE_ANNOTATION, None) != "":
+        return
+    subject, path = annotation_source(job, QUEUE_ANNOTATION)
+    yield error("TJC-WEBHOOK-VOLCANO-QUEUE",
+                "volcano queue name must not be empty; set a queue name or drop the "
+                f"{QUEUE_ANNOTATION} annotation", path, subject=subject)
+
+
 PLUGIN = PluginSpec(
     name="volcano",
     policy="podGroupPolicy.volcano",
@@ -63,4 +80,5 @@ PLUGIN = PluginSpec(
     build=build,
     requires=frozenset({"pod-counts"}),
     provides=frozenset({"pod-scheduling-metadata", "side-objects"}),
+    validate=validate,
 )

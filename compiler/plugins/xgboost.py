@@ -5,13 +5,17 @@ Active when `mlPolicy.xgboost` is set; PlainML also runs for these runtimes and 
 numNodes and, when the TrainJob has `spec.trainer`, upserts DMLC_TRACKER_URI, DMLC_TRACKER_PORT,
 DMLC_TASK_ID (completion index) and DMLC_NUM_WORKER = nodes x workers per node (the GPU count,
 else 1), then port 29500.
+
+Admission (upstream's XGBoost `Validate`): the DMLC_* names are reserved, one error each.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterator
 
 from compiler.context import Context
+from compiler.data import Obj
+from compiler.diagnostics import Diagnostic, error
 from compiler.plugins.base import (
     TRAINER_PORT,
     PluginResult,
@@ -21,9 +25,10 @@ from compiler.plugins.base import (
     node_zero_host,
     trainer_env_and_port,
 )
+from compiler.plugins.checks import TRAINER_ENV, Admission, as_list
 from compiler.resources import gpu_count, int32, node_resources
 
-Obj = dict[str, Any]
+ENV_NAMES = ("DMLC_TRACKER_URI", "DMLC_TRACKER_PORT", "DMLC_TASK_ID", "DMLC_NUM_WORKER")
 
 
 def active(ctx: Context) -> bool:
@@ -45,10 +50,32 @@ def enforce(ctx: Context) -> PluginResult:
     return trainer_env_and_port(ctx, envs)
 
 
+def validate(job: Admission) -> Iterator[Diagnostic]:
+    """XGBoost `Validate`: one Forbidden per reserved DMLC_* env."""
+    if job.policy("mlPolicy", "xgboost") is None or job.trainer is None:
+        return
+    for i, env in enumerate(as_list(job.trainer.get("env"))):
+        name = env.get("name")
+        if name in ENV_NAMES:
+            yield error("TJC-WEBHOOK-XGBOOST-RESERVED-ENV",
+                        f"{name} is reserved for the XGBoost runtime", (*TRAINER_ENV, i))
+
+
+def gpu_effect(trainer: Obj, policy: Obj, gpus: int) -> str | None:
+    """What counting no GPUs changes for XGBoost (§8-B4)."""
+    return "DMLC_NUM_WORKER counts one worker per node instead of one per GPU" if gpus > 1 \
+        else None
+
+
 PLUGIN = PluginSpec(
     name="xgboost",
     policy="mlPolicy.xgboost",
     active=active,
     enforce=enforce,
     provides=frozenset({"pod-counts", "framework-env", "trainer-port"}),
+    ml_source="xgboost",
+    validate=validate,
+    reserved_envs=frozenset(ENV_NAMES),
+    trainer_envs=ENV_NAMES,
+    gpu_effect=gpu_effect,
 )

@@ -3,9 +3,10 @@
 A violation in a runtime or TrainJob points at its own field. A violation in a compiled JobSet
 points at the input that wrote that field: when the field holds what the runtime's template
 holds, at the runtime (reported once per run, with the runtime as the object, however many
-TrainJobs use it); otherwise at the TrainJob field, runtime patch or plugin that set it, as
-`tjc explain` finds it. Finding (`jobset_findings`) and locating are separate steps, so the
-finding can run in a worker process (`compiler.policy.worker`).
+TrainJobs use it); otherwise at the input value its writer recorded (`compiler.provenance`, as
+`tjc explain` shows it), or at the TrainJob's spec for a value a plugin made. Finding
+(`jobset_findings`) and locating are separate steps, so the finding can run in a worker process
+(`compiler.policy.worker`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from compiler.compile import PreparedRuntime
-from compiler.data import get_path
+from compiler.data import Obj, get_path
 from compiler.diagnostics import Diagnostic, Location, ObjectRef
 from compiler.loader import Document, Source
 from compiler.policy.engine import PolicySet, Violation
@@ -25,7 +26,6 @@ if TYPE_CHECKING:
     from compiler.explain import Explainer
     from compiler.policy.worker import Worker
 
-Obj = dict[str, Any]
 Path = tuple[str | int, ...]
 
 
@@ -129,9 +129,9 @@ def _from_runtime(path: Path, jobset: Obj, prepared: PreparedRuntime) -> bool:
 
 
 def _traced(path: Path, jobset: Obj, explainer: Explainer, tj: Document) -> Location:
-    """Where the input that set `path` (or its nearest traced ancestor) is written."""
-    for end in range(len(path), 1, -1):
-        entry = explainer.attribute(path[:end], get_path(jobset, *path[:end]))
-        if entry.source is not None:
-            return entry.source[0].locate(entry.source[1])
+    """Where the input value that the recorded writer of `path` copied is written; a value a
+    plugin or the builder made (no input holds it) is located at the TrainJob's spec."""
+    entry = explainer.attribute(path, get_path(jobset, *path))
+    if entry.source is not None:
+        return entry.source[0].locate(entry.source[1])
     return tj.locate(("spec",))

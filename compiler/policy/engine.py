@@ -15,9 +15,9 @@ from __future__ import annotations
 import datetime
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from compiler import cuelib
+from compiler.data import Obj
 from compiler.diagnostics import Diagnostic, Location, Severity, Suppression
 from compiler.policy import exemptions as ex
 from compiler.policy.native import Fallback
@@ -29,7 +29,6 @@ SKIP_ANNOTATION = ex.SKIP_ANNOTATION
 SEVERITY = {"deny": Severity.ERROR, "warn": Severity.WARNING}
 _MEMO_LIMIT = 100_000
 
-Obj = dict[str, Any]
 Path = tuple[str | int, ...]
 
 

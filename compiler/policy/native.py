@@ -20,7 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-Obj = dict[str, Any]
+from compiler.data import Obj
+
 Found = list[tuple[list[Any], str | None]]  # (path, message or None for the rule's message)
 Plan = Callable[[Obj, Obj], Found]
 

@@ -12,10 +12,9 @@ from functools import lru_cache
 from typing import Any
 
 from compiler.context import ANCESTOR_LABEL
-from compiler.data import get_path
+from compiler.data import Obj, get_path
 from compiler.quantity import QuantityError, canonical_string, parse
 
-Obj = dict[str, Any]
 Path = tuple[str | int, ...]
 
 _JOBS = {"JobSet": ("spec",), "TrainingRuntime": ("spec", "template", "spec"),

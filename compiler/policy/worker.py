@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from compiler.compile import PreparedRuntime, compile_defaulted, prepare_runtime
+from compiler.data import Obj
 from compiler.diagnostics import has_errors
 from compiler.inputs import RuntimeEntry
 from compiler.loader import Document, Source
@@ -31,7 +32,6 @@ WORKER_ENV = "TJC_POLICY_WORKER"  # "1": always, "0": never, unset: by input siz
 MIN_BYTES = 1_000_000
 BATCH = 256
 
-Obj = dict[str, Any]
 
 Where = tuple[str, int, tuple[str | int, ...]]
 

@@ -7,6 +7,11 @@ each with a stable `TJC-QUIRK-*` id, a message saying what upstream does and wha
 path into the TrainJob (subject `trainjob`) or the runtime (subject `runtime`). Called by
 `compiler.validation` after the webhook rules. Pure: no errors (the compile emulates every
 quirk), never mutates its arguments, reads nothing.
+
+The rules here concern every framework; they learn what a framework injects and what counting
+no GPUs changes for it from the registry (`PluginSpec.trainer_envs`, `gpu_effect`). A
+framework's own quirks (`PluginSpec.quirks`) live in its plugin module and run after these.
+This module imports no plugin module, only the registry.
 """
 
 from __future__ import annotations
@@ -15,25 +20,16 @@ from collections.abc import Iterator
 from typing import Any
 
 from compiler.context import ANCESTOR_LABEL, NODE, TRAINER
-from compiler.data import get_path
+from compiler.data import Obj, get_path
 from compiler.diagnostics import Diagnostic, Path, Severity
-from compiler.plugins.base import TRAINER_PORT
-from compiler.plugins.torch import TUNE_ENTRYPOINT
+from compiler.plugins import REGISTRY
+from compiler.plugins.base import TRAINER_PORT, PluginSpec
+from compiler.plugins.checks import names_text
 from compiler.resources import gpu_count
-
-Obj = dict[str, Any]
 
 RUNTIME_JOBS: Path = ("spec", "template", "spec", "replicatedJobs")
 POD_SPEC: Path = ("template", "spec", "template", "spec")
 RESOURCES_PER_NODE: Path = ("spec", "trainer", "resourcesPerNode")
-JAX_ENVS = frozenset({"JAX_NUM_PROCESSES", "JAX_PROCESS_ID", "JAX_COORDINATOR_ADDRESS"})
-# what each framework injects into the trainer `node` container only when spec.trainer is set
-INJECTED = {
-    "torch": "PET_NNODES, PET_NPROC_PER_NODE, PET_NODE_RANK, PET_MASTER_ADDR and "
-             "PET_MASTER_PORT (envInjection targets still get them)",
-    "jax": "JAX_NUM_PROCESSES, JAX_PROCESS_ID and JAX_COORDINATOR_ADDRESS",
-    "xgboost": "DMLC_TRACKER_URI, DMLC_TRACKER_PORT, DMLC_TASK_ID and DMLC_NUM_WORKER",
-}
 
 
 def check(trainjob: Obj, runtime: Obj) -> list[Diagnostic]:
@@ -41,6 +37,9 @@ def check(trainjob: Obj, runtime: Obj) -> list[Diagnostic]:
     found: list[Diagnostic] = []
     for rule in _RULES:
         found.extend(rule(trainjob, runtime))
+    for plugin in REGISTRY:
+        if plugin.quirks is not None:
+            found.extend(plugin.quirks(trainjob, runtime))
     return found
 
 
@@ -55,29 +54,14 @@ def _no_trainer(trainjob: Obj, runtime: Obj) -> Iterator[Diagnostic]:
     """§8-B2: without spec.trainer, torch/jax/xgboost inject no env and no port."""
     if _trainer(trainjob) is not None or _trainer_container(runtime) is None:
         return
-    for framework in _frameworks(runtime):
-        if framework in INJECTED:
+    for plugin in _frameworks(runtime):
+        if plugin.trainer_envs:
             yield _warning(
                 "TJC-QUIRK-NO-TRAINER",
-                f"the TrainJob has no spec.trainer, so upstream's {framework} plugin injects "
-                f"none of {INJECTED[framework]} and no port {TRAINER_PORT} into the node "
-                "container; add `trainer: {}` to spec to get them", ("spec",))
-
-
-def _jax_env_override(trainjob: Obj, runtime: Obj) -> Iterator[Diagnostic]:
-    """§8-B11: JAX reserves no env names, and trainer.env is upserted after the JAX envs."""
-    trainer = _trainer(trainjob)
-    if trainer is None or "jax" not in _frameworks(runtime):
-        return
-    for i, env in enumerate(_list(trainer.get("env"))):
-        name = env.get("name")
-        if name in JAX_ENVS:
-            yield _warning(
-                "TJC-QUIRK-JAX-ENV-OVERRIDE",
-                f"{name} replaces the value the JAX plugin injects: upstream reserves no JAX_* "
-                "names and applies spec.trainer.env after its own, so jax.distributed gets "
-                "this value; remove it unless you mean to override it",
-                ("spec", "trainer", "env", i))
+                f"the TrainJob has no spec.trainer, so upstream's {plugin.ml_source} plugin "
+                f"injects none of {names_text(plugin.trainer_envs)}{plugin.trainer_envs_note} "
+                f"and no port {TRAINER_PORT} into the node container; add `trainer: {{}}` to "
+                "spec to get them", ("spec",))
 
 
 def _gpu_ignored(trainjob: Obj, runtime: Obj) -> Iterator[Diagnostic]:
@@ -102,23 +86,12 @@ def _gpu_ignored(trainjob: Obj, runtime: Obj) -> Iterator[Diagnostic]:
 
 
 def _gpu_effect(trainer: Obj, ml_policy: Obj, gpus: int) -> str | None:
-    """What a GPU count of 0 instead of `gpus` changes, per framework (None: nothing)."""
-    if isinstance(ml_policy.get("torch"), dict):
-        if trainer.get("command") == TUNE_ENTRYPOINT:
-            return "TorchTune's recipe, config and rendezvous are chosen as for a node " \
-                   "without GPUs"
-        if "numProcPerNode" not in trainer:
-            return "PET_NPROC_PER_NODE becomes the node's CPU count instead of auto"
-        return None
-    mpi = ml_policy.get("mpi")
-    if isinstance(mpi, dict):
-        if "numProcPerNode" not in trainer and mpi.get("numProcPerNode") == 1 and gpus > 1:
-            return "the MPI slots per node stay 1 instead of the GPU count"
-        return None
-    if isinstance(ml_policy.get("xgboost"), dict) and gpus > 1:
-        return "DMLC_NUM_WORKER counts one worker per node instead of one per GPU"
-    if isinstance(ml_policy.get("flux"), dict):
-        return "Flux runs without its per-task GPU flag (-g)"
+    """What a GPU count of 0 instead of `gpus` changes: the first framework of the runtime
+    that says (None: nothing)."""
+    for plugin in REGISTRY:
+        policy = ml_policy.get(plugin.ml_source) if plugin.ml_source else None
+        if isinstance(policy, dict) and plugin.gpu_effect is not None:
+            return plugin.gpu_effect(trainer, policy, gpus)
     return None
 
 
@@ -150,7 +123,7 @@ def _two_gang_schedulers(trainjob: Obj, runtime: Obj) -> Iterator[Diagnostic]:
 
 def _port_replaced(trainjob: Obj, runtime: Obj) -> Iterator[Diagnostic]:
     """§8-B8: the trainer port upsert matches any unnamed port."""
-    if _trainer(trainjob) is None or not INJECTED.keys() & set(_frameworks(runtime)):
+    if _trainer(trainjob) is None or not any(p.trainer_envs for p in _frameworks(runtime)):
         return
     found = _trainer_container(runtime)
     if found is None:
@@ -183,33 +156,17 @@ def _resources_ignored(trainjob: Obj, runtime: Obj) -> Iterator[Diagnostic]:
         RESOURCES_PER_NODE)
 
 
-def _flux_panics(trainjob: Obj, runtime: Obj) -> Iterator[Diagnostic]:
-    """Flux dereferences spec.trainer and spec.trainer.numNodes: without them the webhook
-    admits the TrainJob but the controller panics on it and creates nothing."""
-    if not isinstance(get_path(runtime, "spec", "mlPolicy", "flux"), dict):
-        return
-    trainer = _trainer(trainjob)
-    if trainer is not None and isinstance(trainer.get("numNodes"), int):
-        return
-    yield _warning(
-        "TJC-QUIRK-FLUX-PANIC",
-        "the cluster admits this Flux TrainJob, but upstream's Flux plugin panics without "
-        "spec.trainer.numNodes and the controller creates nothing; set spec.trainer.numNodes",
-        ("spec", "trainer") if trainer is not None else ("spec",))
-
-
-_RULES = (_no_trainer, _jax_env_override, _gpu_ignored, _zero_nodes, _two_gang_schedulers,
-          _port_replaced, _resources_ignored, _flux_panics)
+_RULES = (_no_trainer, _gpu_ignored, _zero_nodes, _two_gang_schedulers, _port_replaced,
+          _resources_ignored)
 
 
 # ----------------------------------------------------------------------------- runtime facts
 
 
-def _frameworks(runtime: Obj) -> list[str]:
-    """The mlPolicy frameworks the runtime sets."""
+def _frameworks(runtime: Obj) -> list[PluginSpec]:
+    """The plugins of the mlPolicy frameworks the runtime sets, in registry order."""
     policy = _dict(get_path(runtime, "spec", "mlPolicy"))
-    return [k for k in ("torch", "mpi", "jax", "xgboost", "flux")
-            if isinstance(policy.get(k), dict)]
+    return [p for p in REGISTRY if p.ml_source and isinstance(policy.get(p.ml_source), dict)]
 
 
 def _trainer_container(runtime: Obj) -> tuple[Path, Obj] | None:

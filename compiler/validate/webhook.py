@@ -10,8 +10,10 @@ cluster, file or clock, and never mutates its arguments.
 As upstream (`ValidateObjects`), the TrainJob rules see the runtime through the compile context
 (`compiler.context.build_context`: the JobSet template after `runtimePatches`, one pod set per
 replicatedJob) without running any plugin, so counts and framework envs are not applied.
-Plugin rules run in the registry order coscheduling, flux, volcano, mpi, plainml, torch, jobset,
-jax, xgboost (upstream's is random); the deprecation warning comes first.
+The deprecation warning comes first; then each plugin's own rules (`PluginSpec.validate`, in
+the plugin's module: upstream's plugin `Validate`) in registry order (upstream's is random);
+then the JobSet rules held here (initializers and runtime patches), which need no framework.
+This module imports no plugin module, only the registry.
 
 Where this differs from upstream, on purpose:
 - Field paths are upstream's, except where upstream reports one offending item at its list or
@@ -34,33 +36,29 @@ Where this differs from upstream, on purpose:
 
 from __future__ import annotations
 
-import functools
-import json
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
-from compiler import typed
-from compiler.context import ANCESTOR_LABEL, NODE, Context, build_context
-from compiler.data import fast_copy, get_path
+from compiler.context import ANCESTOR_LABEL, NODE
+from compiler.data import Obj, get_path
 from compiler.defaults import canonicalize_quantities, default_in_place, quantity_tree
 from compiler.diagnostics import Diagnostic, Path, Severity, error
-from compiler.errors import TjcError
-from compiler.plugins.mpi import LAUNCHER
-from compiler.plugins.torch import (
-    IMMUTABLE_CONFIGS,
-    TUNE_ENTRYPOINT,
-    is_lora,
-    is_qlora,
-    model_name,
-    recipe_and_config,
+from compiler.plugins import REGISTRY
+from compiler.plugins.checks import (
+    PATCH_JOBS,
+    PATCHES,
+    POD_SPEC,
+    RUNTIME_JOBS,
+    RUNTIME_REF,
+    Admission,
+    as_dict,
+    as_list,
+    patch_jobs,
 )
+from compiler.plugins.checks import go_quote as _q
 from compiler.resolve import wanted_key
-from compiler.resources import gpu_count, node_resources
 from compiler.structural import sanitize
-
-Obj = dict[str, Any]
 
 SUPPORT_LABEL = "trainer.kubeflow.org/support"
 WEBHOOK_VALIDATION_LABEL = "trainer.kubeflow.org/webhook-validation"
@@ -69,18 +67,6 @@ DEPRECATION_POLICY_URL = ("https://trainer.kubeflow.org/en/latest/operator-guide
 DATASET_INITIALIZER = "dataset-initializer"
 MODEL_INITIALIZER = "model-initializer"
 INITIALIZER_VOLUME = "initializer"
-TORCH_RESERVED_ENVS = frozenset({"PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK",
-                                 "PET_MASTER_ADDR", "PET_MASTER_PORT"})
-MPI_RESERVED_ENVS = frozenset({"OMPI_MCA_orte_default_hostfile", "OMPI_MCA_plm_rsh_args",
-                               "OMPI_MCA_orte_keep_fqdn_hostnames",
-                               "OMPI_MCA_orte_set_default_slots"})
-XGBOOST_RESERVED_ENVS = frozenset({"DMLC_TRACKER_URI", "DMLC_TRACKER_PORT", "DMLC_TASK_ID",
-                                   "DMLC_NUM_WORKER"})
-TORCHTUNE_MODELS = frozenset({"llama3_2/1B", "llama3_2/3B", "llama3_3/70B", "qwen2_5/1.5B"})
-LLAMA_70B, QWEN_1_5B = "llama3_3/70B", "qwen2_5/1.5B"
-QLORA_SUFFIX, QLORA_SINGLE_DEVICE_SUFFIX = "_qlora", "_qlora_single_device"
-VOLCANO_QUEUE = "scheduling.volcano.sh/queue-name"
-FLUX_INSTALLER = "flux-installer"
 # the container an ancestor's job must hold (`validateReplicatedJobs`)
 ANCESTOR_CONTAINERS = {"trainer": NODE, MODEL_INITIALIZER: MODEL_INITIALIZER,
                        DATASET_INITIALIZER: DATASET_INITIALIZER}
@@ -94,46 +80,6 @@ _SUBDOMAIN_MESSAGE = (
     "'.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used "
     f"for validation is '{_DNS1123_SUBDOMAIN}')")
 
-TRAINER_ENV: Path = ("spec", "trainer", "env")
-NUM_NODES: Path = ("spec", "trainer", "numNodes")
-RUNTIME_REF: Path = ("spec", "runtimeRef")
-RUNTIME_REF_NAME: Path = ("spec", "runtimeRef", "name")
-PATCHES: Path = ("spec", "runtimePatches")
-POD_SPEC: Path = ("template", "spec", "template", "spec")
-PATCH_JOBS: Path = ("trainingRuntimeSpec", "template", "spec", "replicatedJobs")
-RUNTIME_JOBS: Path = ("spec", "template", "spec", "replicatedJobs")
-
-
-@dataclass
-class _Input:
-    """One TrainJob validation: the documents and the context built from them (None when the
-    context cannot be built; upstream then has no runtime info). The context is built on first
-    use: most TrainJobs meet no rule that needs it."""
-
-    trainjob: Obj
-    runtime: Obj
-    problem: Diagnostic | None = None
-
-    @functools.cached_property
-    def ctx(self) -> Context | None:
-        ctx, self.problem = _context(self.trainjob, self.runtime)
-        return ctx
-
-    @property
-    def spec(self) -> Obj:
-        spec = self.trainjob.get("spec")
-        return spec if isinstance(spec, dict) else {}
-
-    @property
-    def trainer(self) -> Obj | None:
-        trainer = self.spec.get("trainer")
-        return trainer if isinstance(trainer, dict) else None
-
-    def policy(self, group: str, key: str) -> Obj | None:
-        """`spec.<group>.<key>` of the runtime (`mlPolicy.torch`, `podGroupPolicy.volcano`)."""
-        outer = _dict(_dict(self.runtime.get("spec")).get(group))
-        value = outer.get(key)
-        return value if isinstance(value, dict) else None
 
 
 # ----------------------------------------------------------------------------- entry points
@@ -149,12 +95,14 @@ def validate_trainjob(trainjob: Obj, runtime: Obj | None, *,
     deprecated = _deprecated_reference(runtime)
     if deprecated is not None:
         found.append(deprecated)
-    job = _Input(trainjob, runtime)
-    if _dict(trainjob.get("spec")).get("runtimePatches") and job.ctx is None \
+    job = Admission(trainjob, runtime)
+    if as_dict(trainjob.get("spec")).get("runtimePatches") and job.ctx is None \
             and job.problem is not None:
         found.append(job.problem)  # only patches can keep the context from being built
-    for rule in _TRAINJOB_RULES:
-        found.extend(rule(job))
+    for plugin in REGISTRY:
+        if plugin.validate is not None:
+            found.extend(plugin.validate(job))
+    found.extend(_jobset(job))
     if old is not None:
         found.extend(_patches_immutable(job, old))
     return found
@@ -163,7 +111,7 @@ def validate_trainjob(trainjob: Obj, runtime: Obj | None, *,
 def validate_runtime(runtime: Obj, *, old: Obj | None = None) -> list[Diagnostic]:
     """Upstream's TrainingRuntime/ClusterTrainingRuntime admission checks (`old`: the previous
     version on an update)."""
-    labels = _dict(_dict(runtime.get("metadata")).get("labels"))
+    labels = as_dict(as_dict(runtime.get("metadata")).get("labels"))
     if labels.get(WEBHOOK_VALIDATION_LABEL) == "disabled":
         return []
     kind = runtime.get("kind")
@@ -171,7 +119,7 @@ def validate_runtime(runtime: Obj, *, old: Obj | None = None) -> list[Diagnostic
         return []
     found: list[Diagnostic] = []
     if kind == "ClusterTrainingRuntime" and old is None and _is_deprecated(runtime):
-        name = _dict(runtime.get("metadata")).get("name", "")
+        name = as_dict(runtime.get("metadata")).get("name", "")
         found.append(Diagnostic(
             Severity.WARNING, "TJC-WEBHOOK-DEPRECATED-RUNTIME",
             f'ClusterTrainingRuntime "{name}" is deprecated and will be removed in a future '
@@ -201,7 +149,7 @@ def _not_found(trainjob: Obj) -> Diagnostic:
 
 def _is_deprecated(runtime: Obj) -> bool:
     """`IsSupportDeprecated`: the support label is exactly `deprecated`."""
-    labels = _dict(_dict(runtime.get("metadata")).get("labels"))
+    labels = as_dict(as_dict(runtime.get("metadata")).get("labels"))
     return labels.get(SUPPORT_LABEL) == "deprecated"
 
 
@@ -210,7 +158,7 @@ def _deprecated_reference(runtime: Obj) -> Diagnostic | None:
     none for a namespaced TrainingRuntime)."""
     if runtime.get("kind") != "ClusterTrainingRuntime" or not _is_deprecated(runtime):
         return None
-    name = _dict(runtime.get("metadata")).get("name", "")
+    name = as_dict(runtime.get("metadata")).get("name", "")
     return Diagnostic(
         Severity.WARNING, "TJC-WEBHOOK-DEPRECATED-RUNTIME-REF",
         f'referenced ClusterTrainingRuntime "{name}" is deprecated and will be removed in a '
@@ -218,210 +166,12 @@ def _deprecated_reference(runtime: Obj) -> Diagnostic | None:
         f"{DEPRECATION_POLICY_URL}", RUNTIME_REF)
 
 
-_TYPED: dict[int, tuple[Obj, Obj]] = {}
-
-
-def _typed_spec(runtime: Obj) -> Obj:
-    """A fresh copy of the runtime's JobSet spec after the typed round trip; the round trip
-    runs once per runtime object (callers validate many TrainJobs against one runtime)."""
-    cached = _TYPED.get(id(runtime))
-    if cached is None or cached[0] is not runtime:
-        if len(_TYPED) > 256:
-            _TYPED.clear()
-        template = _dict(_dict(runtime.get("spec")).get("template"))
-        cached = (runtime, typed.jobset_spec(_dict(template.get("spec"))))
-        _TYPED[id(runtime)] = cached
-    return fast_copy(cached[1])  # type: ignore[no-any-return]
-
-
-def _context(trainjob: Obj, runtime: Obj) -> tuple[Context | None, Diagnostic | None]:
-    """`newRuntimeInfo`: the JobSet template after the runtime patches, as pod sets."""
-    try:
-        return build_context(trainjob, runtime, _typed_spec(runtime)), None
-    except TjcError as exc:
-        return None, exc.diagnostic
-
-
-# ----------------------------------------------------------------------------- flux
-
-
-def _flux(job: _Input) -> Iterator[Diagnostic]:
-    """Flux `Validate`: numProcPerNode >= 1; no `flux-installer` init container in `node`."""
-    flux = job.policy("mlPolicy", "flux")
-    if flux is None or job.ctx is None:
-        return
-    trainer = job.trainer or {}
-    npp = trainer.get("numProcPerNode", flux.get("numProcPerNode"))
-    if isinstance(npp, int) and npp < 1:
-        yield error("TJC-WEBHOOK-FLUX-NUM-PROC-PER-NODE",
-                    f"numProcPerNode is {npp}: must be greater than or equal to 1 for Flux "
-                    "TrainJob", ("spec", "trainer", "numProcPerNode"))
-    for ps in job.ctx.pod_sets:
-        if ps.name != NODE:
-            continue
-        for container in ps.pod_spec.get("initContainers") or []:
-            if container.get("name") == FLUX_INSTALLER:
-                subject, path = _init_container_source(job, NODE, FLUX_INSTALLER)
-                yield error("TJC-WEBHOOK-FLUX-INSTALLER",
-                            "initContainer 'flux-installer' is reserved; the Flux plugin adds "
-                            "it, rename this one", path, subject=subject)
-
-
-def _init_container_source(job: _Input, rjob_name: str, name: str) -> tuple[str, Path]:
-    """Where an init container of a job comes from: the runtime template, else a patch."""
-    for i, rjob in enumerate(_list(get_path(job.runtime, *RUNTIME_JOBS))):
-        if rjob.get("name") != rjob_name:
-            continue
-        for k, container in enumerate(_list(get_path(rjob, *POD_SPEC, "initContainers"))):
-            if container.get("name") == name:
-                return "runtime", (*RUNTIME_JOBS, i, *POD_SPEC, "initContainers", k)
-    for i, j, pjob in _patch_jobs(job.trainjob):
-        if pjob.get("name") != rjob_name:
-            continue
-        for k, container in enumerate(_list(get_path(pjob, *POD_SPEC, "initContainers"))):
-            if container.get("name") == name:
-                return "trainjob", (*PATCHES, i, *PATCH_JOBS, j, *POD_SPEC, "initContainers", k)
-    return "trainjob", ("spec", "trainer")
-
-
-# ----------------------------------------------------------------------------- volcano
-
-
-def _volcano(job: _Input) -> Iterator[Diagnostic]:
-    """Volcano `Validate`: the propagated queue-name annotation, when present, is not empty.
-    (The PriorityClass existence check needs a cluster and is skipped.)"""
-    if job.policy("podGroupPolicy", "volcano") is None or job.ctx is None:
-        return
-    if job.ctx.annotations.get(VOLCANO_QUEUE, None) != "":
-        return
-    subject, path = _annotation_source(job, VOLCANO_QUEUE)
-    yield error("TJC-WEBHOOK-VOLCANO-QUEUE",
-                "volcano queue name must not be empty; set a queue name or drop the "
-                f"{VOLCANO_QUEUE} annotation", path, subject=subject)
-
-
-def _annotation_source(job: _Input, key: str) -> tuple[str, Path]:
-    """The last runtime patch that sets a JobSet template annotation, else the runtime."""
-    where: tuple[str, Path] = ("runtime", ("spec", "template", "metadata", "annotations", key))
-    for i, patch in enumerate(_list(job.spec.get("runtimePatches"))):
-        meta = get_path(patch, "trainingRuntimeSpec", "template", "metadata", "annotations")
-        if isinstance(meta, dict) and key in meta:
-            where = ("trainjob", (*PATCHES, i, "trainingRuntimeSpec", "template", "metadata",
-                                  "annotations", key))
-    return where
-
-
-# ----------------------------------------------------------------------------- mpi
-
-
-def _mpi(job: _Input) -> Iterator[Diagnostic]:
-    """MPI `Validate`: runLauncherAsNode with 2+ nodes needs jobs `launcher` and `node`;
-    reserved OMPI_* envs."""
-    mpi = job.policy("mlPolicy", "mpi")
-    trainer = job.trainer
-    if mpi is None or trainer is None:
-        return
-    if trainer.get("numNodes", 1) >= 2 and mpi.get("runLauncherAsNode") is True and \
-            (ctx := job.ctx) is not None and (
-            ctx.pod_set_by_name(LAUNCHER) is None or ctx.pod_set_by_name(NODE) is None):
-        yield error("TJC-WEBHOOK-MPI-LAUNCHER-AS-NODE",
-                    "must have 1 when MPI trainingRuntime with enabled runLauncherAsNode does "
-                    "not have either launcher and node", NUM_NODES)
-    yield from _reserved_envs("TJC-WEBHOOK-MPI-RESERVED-ENV", trainer, MPI_RESERVED_ENVS)
-
-
-def _reserved_envs(rule: str, trainer: Obj, reserved: frozenset[str]) -> Iterator[Diagnostic]:
-    """One error at `spec.trainer.env` listing the reserved names used, sorted (Go's `%v`)."""
-    names = sorted(reserved.intersection(str(e.get("name")) for e in _list(trainer.get("env"))))
-    if names:
-        yield error(rule, f"must not have reserved envs, invalid envs configured: "
-                    f"[{' '.join(names)}]", TRAINER_ENV)
-
-
-# ----------------------------------------------------------------------------- torch
-
-
-def _torch(job: _Input) -> Iterator[Diagnostic]:
-    """Torch `Validate`: envInjection targets exist; reserved PET_* envs; TorchTune rules."""
-    torch = job.policy("mlPolicy", "torch")
-    if torch is None:
-        return
-    if _dict(torch.get("envInjection")).get("targets") and job.ctx is not None:
-        yield from _env_injection(job.ctx, torch)
-    trainer = job.trainer
-    if trainer is None:
-        return
-    yield from _reserved_envs("TJC-WEBHOOK-TORCH-RESERVED-ENV", trainer, TORCH_RESERVED_ENVS)
-    if trainer.get("command") == TUNE_ENTRYPOINT and job.ctx is not None:
-        yield from _torchtune(job.ctx, trainer)
-
-
-def _env_injection(ctx: Context, torch: Obj) -> Iterator[Diagnostic]:
-    """`validateEnvInjectionTargets`: every target container is in its pod set (regular
-    containers, then init containers)."""
-    for target in _list(_dict(torch.get("envInjection")).get("targets")):
-        job_name = str(target.get("jobName", ""))
-        for name in _strings(target.get("containerNames")):
-            ps = ctx.pod_set_by_name(job_name)
-            if ps is not None and (ps.container(name) is not None
-                                   or ps.container(name, init=True) is not None):
-                continue
-            yield error("TJC-WEBHOOK-TORCH-ENV-INJECTION",
-                        f"envInjection target podSet {_q(job_name)} container {_q(name)} not "
-                        "found in runtime template", RUNTIME_REF)
-
-
-def _torchtune(ctx: Context, trainer: Obj) -> Iterator[Diagnostic]:
-    """`validateTorchTune`, with the config computed from numProcPerNode `auto` (no CPU
-    conversion) and the GPU count of resourcesPerNode, else of the runtime's node."""
-    ref = _dict(ctx.trainjob.get("spec", {}).get("runtimeRef"))
-    model = model_name(str(ref.get("name", "")))
-    if model not in TORCHTUNE_MODELS:
-        yield error("TJC-WEBHOOK-TORCHTUNE-MODEL",
-                    f"must have a supported pretrained model, invalid model configured: {model}",
-                    RUNTIME_REF_NAME)
-    num_nodes = trainer.get("numNodes", 1)
-    if num_nodes > 1 and model != LLAMA_70B:
-        yield error("TJC-WEBHOOK-TORCHTUNE-NUM-NODES", f"must be 1 for {model} model",
-                    NUM_NODES)
-    args = _strings(trainer.get("args"))
-    npp: int | str = trainer.get("numProcPerNode", "auto")
-    _, config = recipe_and_config(ctx, num_nodes, npp, gpu_count(node_resources(ctx)), args)
-    yield from _qlora(model, config)
-    if num_nodes > 1 and (is_lora(args) or is_qlora(args)):
-        yield error("TJC-WEBHOOK-TORCHTUNE-LORA-MULTI-NODE",
-                    "LoRA fine-tuning is not supported for multi-node training in TorchTune",
-                    NUM_NODES)
-    for i, arg in enumerate(args):
-        key = arg.split("=", 1)[0]
-        if key in IMMUTABLE_CONFIGS:
-            yield error("TJC-WEBHOOK-TORCHTUNE-IMMUTABLE-ARG",
-                        f"must not set immutable config {_q(key)} in trainer args; it is "
-                        "managed by the runtime", ("spec", "trainer", "args", i))
-
-
-def _qlora(model: str, config: str) -> Iterator[Diagnostic]:
-    """QLoRA rules; `_qlora` also matches `_qlora_single_device` (upstream, §8-B14)."""
-    if QLORA_SUFFIX not in config:
-        return
-    if model == QWEN_1_5B:
-        yield error("TJC-WEBHOOK-TORCHTUNE-QLORA-MODEL", f"QLoRA is not supported for {model} "
-                    "model", RUNTIME_REF_NAME)
-    if QLORA_SINGLE_DEVICE_SUFFIX not in config and model in ("llama3_2/1B", "llama3_2/3B"):
-        yield error("TJC-WEBHOOK-TORCHTUNE-QLORA-NUM-PROC",
-                    f"must be auto or 1 for {model} model when using QLoRA",
-                    ("spec", "trainer", "numProcPerNode"))
-        yield error("TJC-WEBHOOK-TORCHTUNE-QLORA-RESOURCES",
-                    f"must have gpu resource with value 1 for {model} model when using QLoRA",
-                    ("spec", "trainer", "resourcesPerNode"))
-
-
 # ----------------------------------------------------------------------------- jobset
 
 
-def _jobset(job: _Input) -> Iterator[Diagnostic]:
+def _jobset(job: Admission) -> Iterator[Diagnostic]:
     """JobSet `Validate`: initializer jobs (by job name), runtime patches."""
-    initializer = _dict(job.spec.get("initializer"))
+    initializer = as_dict(job.spec.get("initializer"))
     if any(isinstance(initializer.get(k), dict) for k in ("dataset", "model")) \
             and job.ctx is not None:
         names = _container_names(job.ctx.spec)
@@ -435,11 +185,11 @@ def _jobset(job: _Input) -> Iterator[Diagnostic]:
 def _container_names(spec: Obj) -> dict[str, set[str]]:
     """Container and init container names per replicatedJob name."""
     out: dict[str, set[str]] = {}
-    for rjob in _list(spec.get("replicatedJobs")):
-        pod = _dict(get_path(rjob, *POD_SPEC))
+    for rjob in as_list(spec.get("replicatedJobs")):
+        pod = as_dict(get_path(rjob, *POD_SPEC))
         out[str(rjob.get("name", ""))] = {
             str(c.get("name")) for key in ("initContainers", "containers")
-            for c in _list(pod.get(key))}
+            for c in as_list(pod.get(key))}
     return out
 
 
@@ -460,24 +210,24 @@ def _initializer(spec: Obj, names: dict[str, set[str]], name: str,
 
 
 def _has_initializer_mount(spec: Obj, name: str) -> bool:
-    for rjob in _list(spec.get("replicatedJobs")):
+    for rjob in as_list(spec.get("replicatedJobs")):
         if rjob.get("name") != name:
             continue
-        for container in _list(get_path(rjob, *POD_SPEC, "containers")):
+        for container in as_list(get_path(rjob, *POD_SPEC, "containers")):
             if container.get("name") == name and any(
-                    m.get("name") == INITIALIZER_VOLUME for m in _list(
+                    m.get("name") == INITIALIZER_VOLUME for m in as_list(
                         container.get("volumeMounts"))):
                 return True
     return False
 
 
-def _patches(job: _Input) -> Iterator[Diagnostic]:
+def _patches(job: Admission) -> Iterator[Diagnostic]:
     """Patch managers, and the jobs and containers patches name (against the runtime's own
     template; see the module docstring)."""
-    names = _container_names(_dict(get_path(job.runtime, "spec", "template", "spec")))
-    for i, patch in enumerate(_list(job.spec.get("runtimePatches"))):
+    names = _container_names(as_dict(get_path(job.runtime, "spec", "template", "spec")))
+    for i, patch in enumerate(as_list(job.spec.get("runtimePatches"))):
         yield from _manager(str(patch.get("manager", "")), (*PATCHES, i, "manager"))
-    for i, j, pjob in _patch_jobs(job.trainjob):
+    for i, j, pjob in patch_jobs(job.trainjob):
         path: Path = (*PATCHES, i, *PATCH_JOBS, j)
         rjob_name = str(pjob.get("name", ""))
         containers = names.get(rjob_name)
@@ -487,16 +237,9 @@ def _patches(job: _Input) -> Iterator[Diagnostic]:
                                 "the runtime job template", (*path, "name"))
             # after the merge the new job holds exactly the patch's containers
             containers = {str(c.get("name", "")) for key in ("initContainers", "containers")
-                          for c in _list(_dict(pod).get(key))}
+                          for c in as_list(as_dict(pod).get(key))}
         if isinstance(pod, dict):
             yield from _patch_containers(pod, containers, rjob_name, (*path, *POD_SPEC))
-
-
-def _patch_jobs(trainjob: Obj) -> Iterator[tuple[int, int, Obj]]:
-    """(patch index, job index, job patch) for every replicatedJob of every runtime patch."""
-    for i, patch in enumerate(_list(get_path(trainjob, "spec", "runtimePatches"))):
-        for j, pjob in enumerate(_list(get_path(patch, *PATCH_JOBS))):
-            yield i, j, pjob
 
 
 def _new_in_patch(rule: str, what: str, where: str, path: Path) -> Diagnostic:
@@ -511,12 +254,12 @@ def _new_in_patch(rule: str, what: str, where: str, path: Path) -> Diagnostic:
 
 def _patch_containers(pod: Obj, containers: set[str], rjob_name: str,
                       path: Path) -> Iterator[Diagnostic]:
-    for k, container in enumerate(_list(pod.get("initContainers"))):
+    for k, container in enumerate(as_list(pod.get("initContainers"))):
         name = str(container.get("name", ""))
         if name not in containers:
             yield _new_in_patch("TJC-QUIRK-PATCH-NEW-INIT-CONTAINER", f"initContainer {_q(name)}",
                                 f"the runtime job {rjob_name}", (*path, "initContainers", k))
-    for k, container in enumerate(_list(pod.get("containers"))):
+    for k, container in enumerate(as_list(pod.get("containers"))):
         name = str(container.get("name", ""))
         if name not in containers:
             yield _new_in_patch("TJC-QUIRK-PATCH-NEW-CONTAINER", f"container {_q(name)}",
@@ -548,12 +291,12 @@ def _manager(value: str, path: Path) -> Iterator[Diagnostic]:
                     f"is '{_HTTP_PATH}')", path)
 
 
-def _patches_immutable(job: _Input, old: Obj) -> Iterator[Diagnostic]:
+def _patches_immutable(job: Admission, old: Obj) -> Iterator[Diagnostic]:
     """On update: runtimePatches may change only when the TrainJob is suspended before or
     after (patch `time` ignored: the defaulter restores it for unchanged patches). The
     active-JobSet check that follows upstream needs a cluster and is skipped."""
     old_doc = default_in_place("TrainJob", sanitize("TrainJob", old, subject="trainjob")[0])
-    old_spec = _dict(old_doc.get("spec"))
+    old_spec = as_dict(old_doc.get("spec"))
     if _comparable_patches(old_spec) == _comparable_patches(job.spec):
         return
     if old_spec.get("suspend") is True or job.spec.get("suspend") is True:
@@ -567,8 +310,8 @@ def _comparable_patches(spec: Obj) -> Any:
     """The patches as `equality.Semantic` compares them: without `time`, with nulls and empty
     lists/maps dropped and quantities canonical."""
     patches = [{k: v for k, v in p.items() if k != "time"}
-               for p in _list(spec.get("runtimePatches"))]
-    canonicalize_quantities(patches, _dict(quantity_tree("TrainJob", "spec", "runtimePatches")))
+               for p in as_list(spec.get("runtimePatches"))]
+    canonicalize_quantities(patches, as_dict(quantity_tree("TrainJob", "spec", "runtimePatches")))
     return _prune(patches)
 
 
@@ -581,29 +324,12 @@ def _prune(value: Any) -> Any:
     return value
 
 
-# ----------------------------------------------------------------------------- xgboost
-
-
-def _xgboost(job: _Input) -> Iterator[Diagnostic]:
-    """XGBoost `Validate`: one Forbidden per reserved DMLC_* env."""
-    if job.policy("mlPolicy", "xgboost") is None or job.trainer is None:
-        return
-    for i, env in enumerate(_list(job.trainer.get("env"))):
-        name = env.get("name")
-        if name in XGBOOST_RESERVED_ENVS:
-            yield error("TJC-WEBHOOK-XGBOOST-RESERVED-ENV",
-                        f"{name} is reserved for the XGBoost runtime", (*TRAINER_ENV, i))
-
-
-_TRAINJOB_RULES = (_flux, _volcano, _mpi, _torch, _jobset, _xgboost)
-
-
 # ----------------------------------------------------------------------------- runtime
 
 
 def _replicated_jobs(runtime: Obj) -> Iterator[Diagnostic]:
     """`validateReplicatedJobs`: jobs of a known ancestor have one replica and their container."""
-    for i, rjob in enumerate(_list(get_path(runtime, *RUNTIME_JOBS))):
+    for i, rjob in enumerate(as_list(get_path(runtime, *RUNTIME_JOBS))):
         labels = get_path(rjob, "template", "metadata", "labels")
         ancestor = labels.get(ANCESTOR_LABEL) if isinstance(labels, dict) else None
         if ancestor not in ANCESTOR_CONTAINERS:
@@ -615,28 +341,11 @@ def _replicated_jobs(runtime: Obj) -> Iterator[Diagnostic]:
                         f"replicas is {replicas}: always must be 1", (*path, "replicas"),
                         subject="runtime")
         wanted = ANCESTOR_CONTAINERS[ancestor]
-        if not any(c.get("name") == wanted for c in _list(get_path(rjob, *POD_SPEC, "containers"))):
+        containers = as_list(get_path(rjob, *POD_SPEC, "containers"))
+        if not any(c.get("name") == wanted for c in containers):
             yield error("TJC-WEBHOOK-RUNTIME-CONTAINER",
                         f"must contain the required container for the ancestor: {ancestor} "
                         f"(a container named {wanted})", (*path, *POD_SPEC, "containers"),
                         subject="runtime")
 
 
-# ----------------------------------------------------------------------------- helpers
-
-
-def _dict(value: Any) -> Obj:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: Any) -> list[Obj]:
-    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
-
-
-def _strings(value: Any) -> list[str]:
-    return [str(v) for v in value] if isinstance(value, list) else []
-
-
-def _q(value: str) -> str:
-    """Go's `%q` for the strings these messages quote."""
-    return json.dumps(value, ensure_ascii=False)

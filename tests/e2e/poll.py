@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-Obj = dict[str, Any]
+from compiler.data import Obj
 
 
 def eventually(check: Callable[[], Any], timeout: float = 30.0, what: str = "",

@@ -23,11 +23,11 @@ from compiler.controller.kube import (
     Resource,
 )
 from compiler.controller.manager import Controller, Options
+from compiler.data import Obj
 from tests.e2e import cluster as cl
 from tests.e2e.poll import condition, eventually
 
 pytestmark = pytest.mark.e2e
-Obj = dict[str, Any]
 RUNTIMES = Path(__file__).resolve().parents[2] / "runtimes"
 
 

@@ -23,12 +23,12 @@ import yaml
 from compiler.controller import ownership, snapshot, sshsecret
 from compiler.controller.kube import CONFIGMAP, JOBSET, SECRET, TRAINJOB, ApiError, Kube, Resource
 from compiler.controller.manager import EVENTS, Controller, Options
+from compiler.data import Obj
 from compiler.plugins.base import controller_reference
 from tests.e2e import cluster as cl
 from tests.e2e.poll import condition, eventually
 
 pytestmark = pytest.mark.e2e
-Obj = dict[str, Any]
 ROOT = Path(__file__).resolve().parents[2]
 RBAC = ROOT / "deploy" / "rbac"
 CONTROLLER_USER = "system:serviceaccount:tjc-system:tjc-controller"

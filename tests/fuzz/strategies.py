@@ -16,10 +16,10 @@ from typing import Any
 import yaml
 from hypothesis import strategies as st
 
+from compiler.data import Obj
 from tests.fuzz.harness import Case
 from tests.goldenfile import cases, parse
 
-Obj = dict[str, Any]
 FRAGMENTS = ["[", "]", "{", "}", ", ", ": ", "- ", "? ", "\n", "\n  ", "\n    ", "---\n", "...\n",
              "&a ", "&b ", "*a", "*b", "!!int ", "!!bool ", "!!float ", "!!str ", "!!set ",
              "!!binary ", "!!timestamp ", "!!map ", "!!seq ", "!!omap ", "!custom ", "~", "null",

@@ -33,10 +33,10 @@ from kubernetes.client.exceptions import ApiException
 from compiler import quantity
 from compiler.builtin import builtin_runtimes
 from compiler.controller import ownership, snapshot, sshsecret
+from compiler.data import Obj
 from tests import goldenfile
 from tests.e2e import cluster as cl
 
-Obj = dict[str, Any]
 TRAINER = "trainer.kubeflow.org/v1alpha1"
 SKIP_FLAGS = ("--no-validate", "--no-builtin-runtimes")
 SERVER_FIELDS = ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields",

@@ -18,12 +18,12 @@ import pytest
 import yaml
 
 from compiler.controller.kube import JOBSET, TRAINJOB, Resource
+from compiler.data import Obj
 from tests.e2e import cluster as cl
 from tests.e2e import poll
 from tests.e2e.fullpath.conftest import NAMESPACE, RUNTIMES, FullCluster, start_tjc
 
 pytestmark = pytest.mark.e2e
-Obj = dict[str, Any]
 JOBS = Resource("batch", "v1", "jobs", "Job")
 
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 
 from compiler.controller.kube import Kube
+from compiler.data import Obj
 from tests.e2e import cluster as cl
 from tests.e2e import controlplane as cp
 from tests.e2e.conftest import _unavailable
@@ -25,7 +25,6 @@ from tests.e2e.fullpath import sidebyside as sbs
 from tests.e2e.fullpath.conftest import RUNTIMES, start_tjc
 
 pytestmark = pytest.mark.e2e
-Obj = dict[str, Any]
 
 
 def _binaries() -> tuple[cl.Binaries, Path]:

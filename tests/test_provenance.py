@@ -1,0 +1,173 @@
+"""Provenance by recording (`compiler.provenance`): every leaf of every golden output has the
+origin its writer recorded, and an origin that says it copied an input value points at that
+value in the input.
+
+Leaves are scalars and empty maps or lists. An origin is a plugin or the JobSet builder (a value
+the compiler makes), or an input field (`trainjob` or `runtime`): then the input holds a value
+at the recorded path, and when the origin claims a verbatim copy (`exact`) that value is the
+output's and, when the file itself (not a CRD default) holds it, the file has a position for
+exactly that path, which `tjc explain` prints. Nothing falls back to a catch-all: an
+unrecorded write makes `lookup` return None.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from compiler import compile_trainjob
+from compiler.builtin import builtin_runtimes
+from compiler.context import CompileOptions
+from compiler.data import Obj, get_path
+from compiler.diagnostics import Diagnostic, Path, format_path
+from compiler.explain import Explainer, find_runtime
+from compiler.loader import Document, Source, parse_source
+from compiler.provenance import Origin, Recorder, copied, made, root_of
+from tests import goldenfile
+from tests.strategies import framework_pair, job_and_runtime
+
+BUILTIN = list(builtin_runtimes())
+
+
+def leaves(value: Any, path: Path = ()) -> Iterator[tuple[Path, Any]]:
+    """Every leaf of a JSON-like value: scalars and empty maps or lists."""
+    if isinstance(value, dict) and value:
+        for key, item in value.items():
+            yield from leaves(item, (*path, key))
+    elif isinstance(value, list) and value:
+        for index, item in enumerate(value):
+            yield from leaves(item, (*path, index))
+    else:
+        yield path, value
+
+
+def explainers(path: Any) -> Iterator[Explainer]:
+    case = goldenfile.parse(path)
+    sources = [Source(name, text) for name, text in case.inputs.items()]
+    docs = [d for source in sources for d in parse_source(source)[0]]
+    builtin = [] if "--no-builtin-runtimes" in case.flags else BUILTIN
+    for doc in docs:
+        if doc.data.get("kind") == "TrainJob":
+            runtime = find_runtime(doc, [*docs, *builtin])
+            if isinstance(runtime, Document):
+                yield Explainer(doc, runtime)
+
+
+def problems(explainer: Explainer) -> Iterator[str]:
+    """What is wrong with the recorded origins of one compile's output."""
+    inputs = {"trainjob": explainer.trainjob, "runtime": explainer.prepared.doc}
+    files = {"trainjob": explainer.tj, "runtime": explainer.runtime}
+    for obj in explainer.result.objects:
+        root = root_of(obj)
+        for path, value in leaves(obj):
+            where = f"{obj['kind']} {format_path(path)}"
+            origin = explainer.origins.lookup((*root, *path))
+            if origin is None:
+                yield f"{where}: no origin recorded"
+                continue
+            if not origin.input:
+                continue
+            held = get_path(inputs[origin.input], *origin.path)
+            if held is None and not origin.default_note:
+                yield f"{where}: {origin.input} holds nothing at {format_path(origin.path)}"
+            elif origin.exact and held != value:
+                yield f"{where}: {origin.input} {format_path(origin.path)} holds {held!r}, " \
+                      f"not {value!r}"
+            elif origin.exact and not _positioned(files[origin.input], origin.path):
+                yield f"{where}: no file position for {format_path(origin.path)}"
+
+
+def _positioned(doc: Document, path: Path) -> bool:
+    """The file has a position for `path` itself, or does not hold it (a CRD default)."""
+    if get_path(doc.data, *path) is None:
+        return True
+    return (*doc.base, *path) in doc.source.positions(doc.index)
+
+
+@pytest.mark.parametrize("path", goldenfile.cases(), ids=lambda p: p.stem)
+def test_every_golden_leaf_has_an_origin(path: Any) -> None:
+    found = [p for explainer in explainers(path) if explainer.result.ok
+             for p in problems(explainer)]
+    assert not found, "\n".join(found[:20])
+
+
+def test_the_goldens_cover_every_kind_of_origin() -> None:
+    """The property above is not vacuous: the goldens' leaves come from plugins, the builder,
+    TrainJob fields, runtime patches and the runtime template, and some of them are exact
+    copies whose input line `tjc explain` cites."""
+    seen: set[str] = set()
+    for path in goldenfile.cases():
+        for explainer in explainers(path):
+            for obj in explainer.result.objects:
+                for leaf, _ in leaves(obj):
+                    origin = explainer.origins.lookup((*root_of(obj), *leaf))
+                    if origin is not None:
+                        seen.add(_kind(origin))
+    assert seen >= {"plugin", "builder", "trainjob-field", "runtime-patch", "runtime-template",
+                    "exact"}
+
+
+def _kind(origin: Origin) -> str:
+    if origin.who.startswith("plugin "):
+        return "plugin"
+    if origin.who.startswith("JobSet builder") or origin.who.startswith("the job template"):
+        return "builder"
+    if "runtimePatches" in origin.who:
+        return "runtime-patch"
+    if origin.input == "runtime":
+        return "runtime-template"
+    return "exact" if origin.exact else "trainjob-field"
+
+
+def test_a_later_write_replaces_an_earlier_one_however_deep() -> None:
+    recorder = Recorder()
+    recorder.record(("o", "n", "spec"), made("first"))
+    recorder.record(("o", "n", "spec", "a", "b"), made("deep"))
+    recorder.record(("o", "n", "spec", "a"), made("later and shallower"))
+    assert recorder.lookup(("o", "n", "spec", "a", "b")) == made("later and shallower")
+    assert recorder.lookup(("o", "n", "spec", "c")) == made("first")
+    assert recorder.lookup(("o", "n", "spec")) == made("later and shallower"), \
+        "a field reads as its newest writer, even one below it"
+    assert recorder.lookup(("o", "n", "metadata")) is None, "no catch-all origin"
+
+
+def test_a_copied_subtree_maps_list_items_by_key() -> None:
+    recorder = Recorder()
+    recorder.add_input("runtime", {"env": [{"name": "A", "value": "1"},
+                                           {"name": "B", "value": "2"}]})
+    recorder.add_output(("v1 Thing", "x"), {"env": [{"name": "B", "value": "2"}]})
+    recorder.record(("v1 Thing", "x"), copied("runtime", "runtime", ()))
+    found = recorder.lookup(("v1 Thing", "x", "env", 0, "value"))
+    assert found == copied("runtime", "runtime", ("env", 1, "value"))
+
+
+def test_recording_off_records_nothing() -> None:
+    recorder = Recorder(enabled=False)
+    recorder.record(("o", "n"), made("x"))
+    assert recorder.lookup(("o", "n")) is None
+
+
+def test_the_golden_inputs_compile() -> None:
+    """Guard for the property: it ran on the goldens' compiled outputs, not on none."""
+    compiled = [e for p in goldenfile.cases() for e in explainers(p) if e.result.ok]
+    assert len(compiled) > 100
+    assert all(isinstance(d, Diagnostic) for e in compiled for d in e.result.diagnostics)
+
+
+@given(st.one_of(job_and_runtime(), framework_pair()))
+def test_every_leaf_of_a_generated_output_has_an_origin(pair: tuple[Obj, Obj]) -> None:
+    """The same property over generated TrainJobs and runtimes (plain and every framework)."""
+    tj, rt = pair
+    result = compile_trainjob(tj, rt, options=CompileOptions(trace=True))
+    assert result.ok and result.origins is not None
+    for obj in result.objects:
+        for path, value in leaves(obj):
+            origin = result.origins.lookup((*root_of(obj), *path))
+            assert origin is not None, path
+            if origin.input and origin.exact:
+                held = get_path(result.origins.input(origin.input), *origin.path)
+                assert held == value, (path, origin)
