@@ -9,7 +9,8 @@ is `Complete` (kwok runs each pod for one second); the controller's CPU seconds 
 from /proc) over that span and its peak resident memory (VmHWM). Then where the time went: when
 the last JobSet was Completed by the JobSet controller (its condition's time), and the median
 and largest lag from a JobSet's Completed to its TrainJob's Complete (the part a TrainJob
-controller adds; condition times have one-second resolution). Prints a table (with the
+controller adds; condition times have one-second resolution), and the writes the API server
+served, by resource (all clients). Prints a table (with the
 machine's 1-minute load average when each measurement started and ended: the machine may be
 shared) and the ratios.
 
@@ -28,7 +29,7 @@ import statistics
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -57,6 +58,7 @@ class Figures:
     load: tuple[float, float] = (0.0, 0.0)
     jobsets_done_s: float = float("nan")
     lag_s: tuple[float, float] = (float("nan"), float("nan"))
+    writes: dict[str, int] = field(default_factory=dict)
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -183,7 +185,31 @@ def _measure(which: str, api: Any, pid: int, count: int) -> Figures:
     figures = Figures(which, jobsets_s, complete_s, _cpu_seconds(pid) - cpu0, _peak_mib(pid),
                       finished=complete_s == complete_s, load=(load0, os.getloadavg()[0]))
     figures.jobsets_done_s, figures.lag_s = _where_the_time_went(api, wall0)
+    figures.writes = _writes(api)
     return figures
+
+
+WRITE_VERBS = ("POST", "PUT", "PATCH", "APPLY", "DELETE", "CREATE", "UPDATE")
+
+
+def _writes(api: Any) -> dict[str, int]:
+    """Writes the API server served since it started, by resource (`apiserver_request_total`,
+    every client: both controllers, the JobSet and Job controllers, the scheduler, kwok)."""
+    response = api.call_api("/metrics", "GET", header_params={"Accept": "text/plain"},
+                            auth_settings=["BearerToken"], _preload_content=False,
+                            _return_http_data_only=True, _request_timeout=60)
+    totals: dict[str, int] = {}
+    for line in response.data.decode().splitlines():
+        if not line.startswith("apiserver_request_total{"):
+            continue
+        labels = dict(part.split("=", 1) for part in line[line.index("{") + 1:
+                                                          line.rindex("}")].split(",")
+                      if "=" in part)
+        verb = labels.get("verb", "").strip('"')
+        if verb in WRITE_VERBS:
+            key = f"{labels.get('resource', '').strip(chr(34))}/{verb.lower()}"
+            totals[key] = totals.get(key, 0) + int(float(line.rsplit(" ", 1)[1]))
+    return totals
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -202,6 +228,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{r.controller:<10} {r.jobsets_s:>14.1f} {r.complete_s:>15.1f} {r.cpu_s:>7.1f} "
               f"{r.peak_mib:>9.0f} {r.load[0]:>4.1f}->{r.load[1]:<4.1f}  "
               f"{r.jobsets_done_s:>14.0f} {r.lag_s[0]:>6.0f}/{r.lag_s[1]:<7.0f}")
+    for r in results:
+        top = sorted(r.writes.items(), key=lambda kv: -kv[1])[:8]
+        print(f"{r.controller} API writes: {sum(r.writes.values())} "
+              f"({', '.join(f'{k} {v}' for k, v in top)})")
     if len(results) == 2:
         ours, theirs = results
         print(f"ratios tjc/upstream: JobSets {ours.jobsets_s / theirs.jobsets_s:.2f}x, Complete "
