@@ -108,6 +108,14 @@ def to_json(value: Any) -> str:
                                           ensure_ascii=False)) + "\n"
 
 
+def nested_json(value: Any, depth: int) -> str:
+    """`to_json` of a value as an item of a list `depth` levels deep (indented, no newline
+    at the end): what `to_json` of the whole prints for it."""
+    indent = "  " * depth
+    text = json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
+    return _escape_unprintable(indent + text.replace("\n", "\n" + indent))
+
+
 def json_list(objects: list[dict[str, Any]]) -> str:
     """Several objects as a Kubernetes `v1 List`."""
     return to_json({"apiVersion": "v1", "kind": "List", "items": objects})

@@ -10,9 +10,12 @@ diagnostic needs them: `Document.locate` re-composes the file once and maps fiel
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
 import re
 import sys
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -163,29 +166,45 @@ class _PlainLoader(_Loader):
         return out
 
 
+POSITION_TABLES = 64  # the position tables a source keeps (its runtimes' stay in use)
+
+
 @dataclass
 class Source:
     """One input file (or stdin) and, once needed, the positions of its values."""
 
     name: str
     text: str
-    _positions: list[dict[FieldPath, tuple[int, int]]] = field(default_factory=list, repr=False)
+    _positions: OrderedDict[int, dict[FieldPath, tuple[int, int]]] = field(
+        default_factory=OrderedDict, repr=False)
     _pending: Iterator[dict[FieldPath, tuple[int, int]]] | None = field(default=None, repr=False)
+    _next: int = field(default=0, repr=False)
     limit: int | None = field(default=None, repr=False)
 
     def positions(self, index: int) -> dict[FieldPath, tuple[int, int]]:
         """Field path -> (line, col), 1-based, for the document at `index`. Documents are
-        composed only as far as the last one asked for."""
-        if self._pending is None:
-            self._pending = _compose_positions(self.text)
+        composed only as far as the last one asked for, and only the tables last asked for
+        are kept (a long stream is not held twice), so asking for an earlier document that
+        was dropped composes the stream again from its start."""
         if self.limit is not None and index >= self.limit:
             return {}
-        while len(self._positions) <= index:
-            table = next(self._pending, None)
-            if table is None:
+        table = self._positions.get(index)
+        if table is not None:
+            self._positions.move_to_end(index)
+            return table
+        if self._pending is None or index < self._next:
+            self._pending, self._next = _compose_positions(self.text), 0
+        while self._next <= index:
+            found = next(self._pending, None)
+            if found is None:
                 return {}
-            self._positions.append(table)
-        return self._positions[index]
+            self._next += 1
+            table = found
+        assert table is not None
+        self._positions[index] = table
+        if len(self._positions) > POSITION_TABLES:
+            self._positions.popitem(last=False)
+        return table
 
 
 @dataclass
@@ -367,3 +386,43 @@ def expand_paths(paths: Sequence[str]) -> Iterator[str]:
 def read_sources(paths: Sequence[str]) -> list[Source]:
     """Read every input file; a missing or unreadable path raises InputError."""
     return [read_source(path) for path in expand_paths(paths)]
+
+
+class SourceFiles:
+    """The input files of a run, read when they are needed and not kept: iterating reads
+    each file in turn (again on every pass; stdin once), so a run over many files holds
+    one at a time. `names` are the paths as `read_source` names them."""
+
+    def __init__(self, paths: Sequence[str]) -> None:
+        self.paths = list(expand_paths(paths))
+        self._stdin = read_source("-") if "-" in self.paths else None
+        self.names = ["<stdin>" if p == "-" else p for p in self.paths]
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def __iter__(self) -> Iterator[Source]:
+        return (self[i] for i in range(len(self.paths)))
+
+    def __getitem__(self, index: int) -> Source:
+        path = self.paths[index]
+        if path == "-" and self._stdin is not None:
+            return self._stdin
+        return read_source(path)
+
+    def subset(self, names: set[str]) -> SourceFiles:
+        """The same run's files of these names, in input order."""
+        out = SourceFiles([])
+        kept = [i for i, name in enumerate(self.names) if name in names]
+        out.paths, out.names = [self.paths[i] for i in kept], [self.names[i] for i in kept]
+        out._stdin = self._stdin
+        return out
+
+    def size(self) -> int:
+        """The inputs' total size in bytes (as the files are now)."""
+        total = 0
+        for path in self.paths:
+            with contextlib.suppress(OSError):
+                total += len(self._stdin.text) if path == "-" and self._stdin else \
+                    os.path.getsize(path)
+        return total

@@ -5,25 +5,22 @@ points at the input that wrote that field: when the field holds what the runtime
 holds, at the runtime (reported once per run, with the runtime as the object, however many
 TrainJobs use it); otherwise at the TrainJob field, runtime patch or plugin that set it, as
 `tjc explain` finds it. Finding (`jobset_findings`) and locating are separate steps, so the
-finding can run in a worker process (`compiler.policy.worker`).
+finding can run apart from the locating.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from compiler.compile import PreparedRuntime
 from compiler.data import get_path
 from compiler.diagnostics import Diagnostic, Location, ObjectRef
 from compiler.explain import Explainer
-from compiler.loader import Document, Source
+from compiler.loader import Document
 from compiler.policy.engine import PolicySet, Violation
 from compiler.validation import object_ref
-
-if TYPE_CHECKING:
-    from compiler.policy.worker import Worker
 
 Obj = dict[str, Any]
 Path = tuple[str | int, ...]
@@ -80,12 +77,6 @@ class PolicyChecker:
             out.append(_with(f.violation, _traced(f.violation.path, jobset, explainer, tj),
                              object_ref(tj.data)))
         return out
-
-    def start_worker(self, sources: Sequence[Source]) -> Worker | None:
-        """A worker process for the JobSet stage of a large input (None: do it inline)."""
-        from compiler.policy import worker
-
-        return worker.start(self.policies, sources)
 
     def once(self, diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
         """The diagnostics without the policy ones already emitted (a runtime's violation is
