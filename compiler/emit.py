@@ -21,7 +21,7 @@ _YAML11_BOOLS = frozenset({"y", "Y", "n", "N"})
 _RESOLVER = yaml.resolver.Resolver()
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=8192)  # bounded: every image tag and env value of a run passes
 def scalar_string(text: str) -> str:
     """A string as a YAML scalar: plain when that reads back as the same string."""
     if _PLAIN.match(text) and not text.endswith(":") and _reads_as_str(text):

@@ -374,13 +374,22 @@ def expand_paths(paths: Sequence[str]) -> Iterator[str]:
         if path == "-":
             yield path
             continue
-        candidate = Path(path)
-        if candidate.is_dir():
-            yield from sorted(str(p) for p in candidate.rglob("*")
-                              if p.suffix in SUFFIXES and p.is_file() and not any(
-                                  part.startswith(".") for part in p.relative_to(candidate).parts))
+        if os.path.isdir(path):
+            yield from sorted(_files_below(str(Path(path))))
         else:
             yield path
+
+
+def _files_below(top: str) -> Iterator[str]:
+    """The input files below a folder, not below hidden folders or symlinked ones, named as
+    `Path(top) / ...` names them (os.walk: pathlib would intern every name)."""
+    for folder, subfolders, files in os.walk(top):
+        subfolders[:] = [d for d in subfolders if not d.startswith(".")]
+        for name in files:
+            full = os.path.join(folder, name)
+            if not name.startswith(".") and os.path.splitext(name)[1] in SUFFIXES \
+                    and os.path.isfile(full):
+                yield full[2:] if top == "." else full
 
 
 def read_sources(paths: Sequence[str]) -> list[Source]:
