@@ -188,11 +188,14 @@ def write_tree(root: Path, n: int, seed: int = 16) -> list[Path]:
     document per file; returns the files, runtimes first."""
     runtimes, jobs = corpus(n, seed)
     files = []
+    folders: set[Path] = set()
     for doc in runtimes + jobs:
         folder = "runtimes" if doc["kind"] == "TrainingRuntime" else \
             f"jobs/{doc['metadata']['namespace']}"
         path = root / folder / f"{doc['metadata']['name']}.yaml"
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.parent not in folders:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            folders.add(path.parent)
         path.write_text(_dump(doc), encoding="utf-8")
         files.append(path)
     return files

@@ -83,7 +83,10 @@ def run(args: argparse.Namespace) -> int:
     for d in pipeline.notes:
         _add(args, out, d)
     policy_errors = list(pipeline.checker.policies.errors) if pipeline.checker else []
-    for found, new in jobs.ordered(pipeline.plan(), jobs.workers(args.jobs, sources)):
+    # a worker cannot read stdin again: `--against -` or `--runtimes -` stay in one process
+    stdin = "-" in (*args.against, *args.runtimes)
+    processes = 1 if stdin else jobs.workers(args.jobs, sources)
+    for found, new in jobs.ordered(pipeline.plan(), processes):
         for d in pipeline.checker.once(found) if pipeline.checker else found:
             _add(args, out, d)
         policy_errors += [d for d in new if d not in policy_errors]
