@@ -109,7 +109,8 @@ class Pipeline:
                  runtime_files: SourceFiles | None = None) -> None:
         self.args, self.sources = args, sources
         builtin = () if args.no_builtin_runtimes else builtin_runtimes()
-        self.table, self.notes = runtime_table(runtime_files or sources, builtin)
+        first = sources if runtime_files is None else runtime_files
+        self.table, self.notes = runtime_table(first, builtin)
         self.options = CompileOptions(ssh_keys=_ssh_keys(args.mpi_ssh_key))
         self.checker = None if args.no_validate else policy_opts.build(args)
         self.validator = None if args.no_validate else \

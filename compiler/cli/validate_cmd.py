@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import shlex
 import sys
@@ -78,8 +79,8 @@ def run(args: argparse.Namespace) -> int:
 
     sources = SourceFiles(args.paths)
     pipeline = Pipeline(args, sources)
-    out = report_out.Report(args.format, sys.stdout, _context(args, pipeline.checker, 0),
-                            strict=args.strict)
+    context = _context(args, pipeline.checker)
+    out = report_out.Report(args.format, sys.stdout, context, strict=args.strict)
     for d in pipeline.notes:
         _add(args, out, d)
     policy_errors = list(pipeline.checker.policies.errors) if pipeline.checker else []
@@ -92,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
         policy_errors += [d for d in new if d not in policy_errors]
     for d in policy_errors:
         out.add(d)
-    out.finish(_context(args, pipeline.checker, out.exit_code))
+    out.finish(dataclasses.replace(context, exit_code=out.exit_code))
     return out.exit_code
 
 
@@ -112,7 +113,8 @@ class Pipeline:
         self.args, self.sources = args, sources
         builtin = [] if args.no_builtin_runtimes else list(builtin_runtimes())
         builtin += _extra_runtimes(args, {os.path.realpath(n) for n in sources.names})
-        self.table, self.notes = runtime_table(runtime_files or sources, builtin)
+        first = sources if runtime_files is None else runtime_files
+        self.table, self.notes = runtime_table(first, builtin)
         previous = read_sources(args.against) if args.against else []
         self.checker = policy_opts.build(args)
         old, problems = previous_versions(previous)
@@ -171,10 +173,10 @@ def _extra_runtimes(args: argparse.Namespace, inputs: set[str]) -> list[Document
     return extra
 
 
-def _context(args: argparse.Namespace, checker: PolicyChecker | None, code: int) -> Context:
+def _context(args: argparse.Namespace, checker: PolicyChecker | None) -> Context:
     from compiler.cli import repo
 
     rules = {r.id: r.message for r in checker.policies.rules()} if checker else {}
     top = repo.root() if args.format in ("sarif", "github") else None
-    return Context(rules, code, shlex.join(["tjc", *sys.argv[1:]]), os.getcwd(),
+    return Context(rules, 0, shlex.join(["tjc", *sys.argv[1:]]), os.getcwd(),
                    str(top) if top else None, builtin_uris())
