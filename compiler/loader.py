@@ -11,15 +11,17 @@ diagnostic needs them: `Document.locate` re-composes the file once and maps fiel
 from __future__ import annotations
 
 import contextlib
+import itertools
 import math
 import os
 import re
 import sys
+from array import array
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import yaml
 
@@ -397,15 +399,46 @@ def read_sources(paths: Sequence[str]) -> list[Source]:
     return [read_source(path) for path in expand_paths(paths)]
 
 
+class PathList(Sequence[str]):
+    """Many paths in little memory: one string and their offsets (a list of 100,000 path
+    strings would cost more than the documents a run holds at once)."""
+
+    def __init__(self, paths: Iterable[str]) -> None:
+        items = list(paths)
+        self._joined = "".join(items)
+        self._ends = array("Q", itertools.accumulate(map(len, items)))
+
+    def __len__(self) -> int:
+        return len(self._ends)
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        start = self._ends[index - 1] if index > 0 else 0
+        return self._joined[start:self._ends[index]]
+
+
 class SourceFiles:
     """The input files of a run, read when they are needed and not kept: iterating reads
     each file in turn (again on every pass; stdin once), so a run over many files holds
     one at a time. `names` are the paths as `read_source` names them."""
 
     def __init__(self, paths: Sequence[str]) -> None:
-        self.paths = list(expand_paths(paths))
+        self.paths: Sequence[str] = PathList(expand_paths(paths))
         self._stdin = read_source("-") if "-" in self.paths else None
-        self.names = ["<stdin>" if p == "-" else p for p in self.paths]
+
+    @property
+    def names(self) -> list[str]:
+        """The files' names as their sources have them, in input order."""
+        return ["<stdin>" if p == "-" else p for p in self.paths]
 
     def __len__(self) -> int:
         return len(self.paths)
@@ -419,11 +452,16 @@ class SourceFiles:
             return self._stdin
         return read_source(path)
 
+    def index(self, name: str) -> int:
+        """The position of the file of this name."""
+        return next(i for i, p in enumerate(self.paths)
+                    if p == name or (p == "-" and name == "<stdin>"))
+
     def subset(self, names: set[str]) -> SourceFiles:
         """The same run's files of these names, in input order."""
         out = SourceFiles([])
-        kept = [i for i, name in enumerate(self.names) if name in names]
-        out.paths, out.names = [self.paths[i] for i in kept], [self.names[i] for i in kept]
+        out.paths = PathList(p for p in self.paths
+                             if ("<stdin>" if p == "-" else p) in names)
         out._stdin = self._stdin
         return out
 

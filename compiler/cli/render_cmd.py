@@ -210,7 +210,7 @@ class _Output:
 
     def _locate(self, job: Job, path: tuple[str, ...]) -> Location:
         sources = self.pipeline.sources
-        source = sources[sources.names.index(job.where[0])]
+        source = sources[sources.index(job.where[0])]
         return Document({}, source, job.where[1], job.where[2]).locate(path)
 
     def json_end(self) -> str:

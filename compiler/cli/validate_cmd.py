@@ -112,7 +112,7 @@ class Pipeline:
 
         self.args, self.sources = args, sources
         builtin = [] if args.no_builtin_runtimes else list(builtin_runtimes())
-        builtin += _extra_runtimes(args, {os.path.realpath(n) for n in sources.names})
+        builtin += _extra_runtimes(args, sources)
         first = sources if runtime_files is None else runtime_files
         self.table, self.notes = runtime_table(first, builtin)
         previous = read_sources(args.against) if args.against else []
@@ -157,10 +157,13 @@ def _only_builtin(d: Diagnostic) -> bool:
                                      for loc in d.locations)
 
 
-def _extra_runtimes(args: argparse.Namespace, inputs: set[str]) -> list[Document]:
+def _extra_runtimes(args: argparse.Namespace, sources: SourceFiles) -> list[Document]:
     """The runtimes of --runtimes and --repo-runtimes, read in full on every run (a
     pre-commit batch too), without the input files, which report their own."""
     extra: list[Document] = []
+    if not (args.runtimes or args.repo_runtimes):
+        return extra
+    inputs = {os.path.realpath(n) for n in sources.names}
     if args.runtimes:
         extra += [doc for source in read_sources(args.runtimes)
                   if os.path.realpath(source.name) not in inputs
