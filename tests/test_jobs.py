@@ -124,3 +124,31 @@ def test_worker_count() -> None:
     assert jobs.workers(4, small) == 4
     assert jobs.workers(1000, small) == len(small)
     assert jobs.workers(2, SourceFiles([str(ROOT / "examples" / "jax-mnist.yaml")])) == 1
+
+
+def test_a_workers_input_or_setup_error_is_raised_in_the_parent() -> None:
+    from compiler.cli.policy_opts import PolicySetupError
+    from compiler.diagnostics import error
+    from compiler.errors import InputError
+
+    problem = error("TJC-INPUT-UNREADABLE", "cannot read x.yaml: gone")
+
+    def unreadable(indices: list[int]) -> None:
+        raise InputError(problem)
+
+    def broken_setup(payload: object) -> jobs.Task:
+        raise PolicySetupError([problem])
+
+    try:
+        jobs._init(lambda payload: unreadable, None)
+        failure = jobs._run([0])
+        assert isinstance(failure, jobs.Failure)
+        with pytest.raises(InputError) as raised:
+            failure.raise_it()
+        assert raised.value.diagnostic == problem
+        jobs._init(broken_setup, None)
+        with pytest.raises(PolicySetupError) as setup:
+            jobs._run([0]).raise_it()
+        assert setup.value.diagnostics == [problem]
+    finally:
+        jobs._TASK = None

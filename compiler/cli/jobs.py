@@ -97,7 +97,7 @@ def _init(factory: Callable[[Any], Task], payload: Any) -> None:
 def _failure(exc: TjcError) -> Failure:
     if isinstance(exc, PolicySetupError):
         return Failure(exc.diagnostics, setup=True)
-    return Failure([exc.args[0]] if exc.args and isinstance(exc.args[0], Diagnostic) else [])
+    return Failure([exc.diagnostic])
 
 
 def _run(indices: list[int]) -> Any:
