@@ -14,7 +14,9 @@ missing runtime or a request above its limit.
 
 from __future__ import annotations
 
+import os
 import random
+import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -36,6 +38,8 @@ BUILTIN = {  # runtime name: (share of the jobs, images users put in the trainer
 }
 TEAMS = ("vision", "nlp", "speech", "recsys", "research")
 INVALID_SHARE = 0.05
+VERSION = 1  # of what `corpus` generates: bump on any change, to renew the cached trees
+CACHE = Path.home() / ".cache" / "tjc-bench" / "corpus"
 REPO_RUNTIMES = 10
 REPO_RUNTIME_SHARE = 0.15
 
@@ -183,11 +187,14 @@ def write_tree(root: Path, n: int, seed: int = 16) -> list[Path]:
     document per file; returns the files, runtimes first."""
     runtimes, jobs = corpus(n, seed)
     files = []
+    folders: set[Path] = set()
     for doc in runtimes + jobs:
         folder = "runtimes" if doc["kind"] == "TrainingRuntime" else \
             f"jobs/{doc['metadata']['namespace']}"
         path = root / folder / f"{doc['metadata']['name']}.yaml"
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.parent not in folders:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            folders.add(path.parent)
         path.write_text(_dump(doc), encoding="utf-8")
         files.append(path)
     return files
@@ -198,3 +205,18 @@ def stream(n: int, seed: int = 16) -> Iterator[str]:
     runtimes, jobs = corpus(n, seed)
     for doc in runtimes + jobs:
         yield "---\n" + _dump(doc)
+
+
+def cached_tree(n: int, seed: int = 16) -> Path:
+    """`write_tree(root, n, seed)` kept under ~/.cache/tjc-bench/corpus/ by generator version,
+    size and seed (written once: 100,000 files take a while); the root of the tree."""
+    root = CACHE / f"v{VERSION}-{n}-{seed}"
+    if (root / ".complete").exists():
+        return root
+    partial = root.with_name(root.name + f".partial-{os.getpid()}")
+    shutil.rmtree(partial, ignore_errors=True)
+    write_tree(partial, n, seed)
+    (partial / ".complete").write_text("")
+    shutil.rmtree(root, ignore_errors=True)
+    partial.rename(root)
+    return root

@@ -21,7 +21,7 @@ _YAML11_BOOLS = frozenset({"y", "Y", "n", "N"})
 _RESOLVER = yaml.resolver.Resolver()
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=8192)  # bounded: every image tag and env value of a run passes
 def scalar_string(text: str) -> str:
     """A string as a YAML scalar: plain when that reads back as the same string."""
     if _PLAIN.match(text) and not text.endswith(":") and _reads_as_str(text):
@@ -106,6 +106,14 @@ def to_json(value: Any) -> str:
     """Canonical indented JSON."""
     return _escape_unprintable(json.dumps(value, indent=2, sort_keys=True,
                                           ensure_ascii=False)) + "\n"
+
+
+def nested_json(value: Any, depth: int) -> str:
+    """`to_json` of a value as an item of a list `depth` levels deep (indented, no newline
+    at the end): what `to_json` of the whole prints for it."""
+    indent = "  " * depth
+    text = json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
+    return _escape_unprintable(indent + text.replace("\n", "\n" + indent))
 
 
 def json_list(objects: list[dict[str, Any]]) -> str:

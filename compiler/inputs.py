@@ -10,7 +10,7 @@ notice. No I/O beyond `Document`.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from compiler import toolfiles
@@ -75,7 +75,7 @@ def _may_hold_runtime(source: Source) -> bool:
     return not only_refs
 
 
-def runtime_table(sources: Sequence[Source], builtin: Sequence[Document]
+def runtime_table(sources: Iterable[Source], builtin: Sequence[Document]
                   ) -> tuple[dict[RuntimeKey, RuntimeEntry], list[Diagnostic]]:
     """Built-ins, then the runtimes of `sources`; a user runtime replaces a built-in one."""
     table = {runtime_key(doc.data): RuntimeEntry(doc) for doc in builtin}
@@ -85,6 +85,13 @@ def runtime_table(sources: Sequence[Source], builtin: Sequence[Document]
             if isinstance(doc, Document) and kind_of(doc) in RUNTIME_KINDS:
                 notes.extend(_add_runtime(table, doc))
     return table, notes
+
+
+def runtime_files(table: dict[RuntimeKey, RuntimeEntry]) -> set[str]:
+    """The input files the runtimes of a table come from (all a second process reading the
+    same inputs needs to build the same table)."""
+    return {e.doc.source.name for e in table.values()
+            if not e.doc.source.name.startswith("<builtin>")}
 
 
 def _add_runtime(table: dict[RuntimeKey, RuntimeEntry], doc: Document) -> list[Diagnostic]:
@@ -101,7 +108,7 @@ def _add_runtime(table: dict[RuntimeKey, RuntimeEntry], doc: Document) -> list[D
                        "overrides the built-in runtime", name).at(doc.locate(name))]
 
 
-def classified(sources: Sequence[Source]) -> Iterator[tuple[Document, str] | Diagnostic]:
+def classified(sources: Iterable[Source]) -> Iterator[tuple[Document, str] | Diagnostic]:
     """Each document of the sources with its kind (TrainJob or a runtime kind), in input
     order; a diagnostic for each document that is broken, of an unknown kind or skipped."""
     for source in sources:

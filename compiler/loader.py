@@ -10,14 +10,18 @@ diagnostic needs them: `Document.locate` re-composes the file once and maps fiel
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import math
 import os
 import re
 import sys
-from collections.abc import Iterator, Sequence
+from array import array
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import yaml
 
@@ -220,29 +224,45 @@ def _plain(text: str) -> Any:
     return value
 
 
+POSITION_TABLES = 64  # the position tables a source keeps (its runtimes' stay in use)
+
+
 @dataclass
 class Source:
     """One input file (or stdin) and, once needed, the positions of its values."""
 
     name: str
     text: str
-    _positions: list[dict[FieldPath, tuple[int, int]]] = field(default_factory=list, repr=False)
+    _positions: OrderedDict[int, dict[FieldPath, tuple[int, int]]] = field(
+        default_factory=OrderedDict, repr=False)
     _pending: Iterator[dict[FieldPath, tuple[int, int]]] | None = field(default=None, repr=False)
+    _next: int = field(default=0, repr=False)
     limit: int | None = field(default=None, repr=False)
 
     def positions(self, index: int) -> dict[FieldPath, tuple[int, int]]:
         """Field path -> (line, col), 1-based, for the document at `index`. Documents are
-        composed only as far as the last one asked for."""
-        if self._pending is None:
-            self._pending = _compose_positions(self.text)
+        composed only as far as the last one asked for, and only the tables last asked for
+        are kept (a long stream is not held twice), so asking for an earlier document that
+        was dropped composes the stream again from its start."""
         if self.limit is not None and index >= self.limit:
             return {}
-        while len(self._positions) <= index:
-            table = next(self._pending, None)
-            if table is None:
+        table = self._positions.get(index)
+        if table is not None:
+            self._positions.move_to_end(index)
+            return table
+        if self._pending is None or index < self._next:
+            self._pending, self._next = _compose_positions(self.text), 0
+        while self._next <= index:
+            found = next(self._pending, None)
+            if found is None:
                 return {}
-            self._positions.append(table)
-        return self._positions[index]
+            self._next += 1
+            table = found
+        assert table is not None
+        self._positions[index] = table
+        if len(self._positions) > POSITION_TABLES:
+            self._positions.popitem(last=False)
+        return table
 
 
 @dataclass
@@ -412,33 +432,100 @@ def expand_paths(paths: Sequence[str]) -> Iterator[str]:
         if path == "-":
             yield path
             continue
-        candidate = Path(path)
-        if candidate.is_dir():
-            base = str(candidate)
-            yield from sorted(_files_below(base, "" if base == "." else
-                                           base.rstrip("/") + "/"))
+        if os.path.isdir(path):
+            yield from sorted(_files_below(str(Path(path))))
         else:
             yield path
 
 
-def _files_below(folder: str, prefix: str) -> Iterator[str]:
-    """The input files below `folder`, named `prefix` + their relative path: no hidden file or
-    folder, no descent into a symbolic link to a folder (as `Path.rglob` walks)."""
-    try:
-        with os.scandir(folder) as scan:
-            entries = list(scan)
-    except PermissionError:
-        return
-    for entry in entries:
-        name = entry.name
-        if name.startswith("."):
-            continue
-        if entry.is_dir(follow_symlinks=False):
-            yield from _files_below(entry.path, prefix + name + "/")
-        elif name.endswith(SUFFIXES) and entry.is_file():
-            yield prefix + name
+def _files_below(top: str) -> Iterator[str]:
+    """The input files below a folder, not below hidden folders or symlinked ones, named as
+    `Path(top) / ...` names them (os.walk: pathlib would intern every name)."""
+    for folder, subfolders, files in os.walk(top):
+        subfolders[:] = [d for d in subfolders if not d.startswith(".")]
+        for name in files:
+            full = os.path.join(folder, name)
+            if not name.startswith(".") and os.path.splitext(name)[1] in SUFFIXES \
+                    and os.path.isfile(full):
+                yield full[2:] if top == "." else full
 
 
 def read_sources(paths: Sequence[str]) -> list[Source]:
     """Read every input file; a missing or unreadable path raises InputError."""
     return [read_source(path) for path in expand_paths(paths)]
+
+
+class PathList(Sequence[str]):
+    """Many paths in little memory: one string and their offsets (a list of 100,000 path
+    strings would cost more than the documents a run holds at once)."""
+
+    def __init__(self, paths: Iterable[str]) -> None:
+        items = list(paths)
+        self._joined = "".join(items)
+        self._ends = array("Q", itertools.accumulate(map(len, items)))
+
+    def __len__(self) -> int:
+        return len(self._ends)
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        start = self._ends[index - 1] if index > 0 else 0
+        return self._joined[start:self._ends[index]]
+
+
+class SourceFiles:
+    """The input files of a run, read when they are needed and not kept: iterating reads
+    each file in turn (again on every pass; stdin once), so a run over many files holds
+    one at a time. `names` are the paths as `read_source` names them."""
+
+    def __init__(self, paths: Sequence[str]) -> None:
+        self.paths: Sequence[str] = PathList(expand_paths(paths))
+        self._stdin = read_source("-") if "-" in self.paths else None
+
+    @property
+    def names(self) -> list[str]:
+        """The files' names as their sources have them, in input order."""
+        return ["<stdin>" if p == "-" else p for p in self.paths]
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def __iter__(self) -> Iterator[Source]:
+        return (self[i] for i in range(len(self.paths)))
+
+    def __getitem__(self, index: int) -> Source:
+        path = self.paths[index]
+        if path == "-" and self._stdin is not None:
+            return self._stdin
+        return read_source(path)
+
+    def index(self, name: str) -> int:
+        """The position of the file of this name."""
+        return next(i for i, p in enumerate(self.paths)
+                    if p == name or (p == "-" and name == "<stdin>"))
+
+    def subset(self, names: set[str]) -> SourceFiles:
+        """The same run's files of these names, in input order."""
+        out = SourceFiles([])
+        out.paths = PathList(p for p in self.paths
+                             if ("<stdin>" if p == "-" else p) in names)
+        out._stdin = self._stdin
+        return out
+
+    def size(self) -> int:
+        """The inputs' total size in bytes (as the files are now)."""
+        total = 0
+        for path in self.paths:
+            with contextlib.suppress(OSError):
+                total += len(self._stdin.text) if path == "-" and self._stdin else \
+                    os.path.getsize(path)
+        return total

@@ -10,7 +10,7 @@ document it is about. Called by the CLI; also the library API for whole folders
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -43,7 +43,7 @@ class JobResult:
         return f"{meta.get('namespace') or 'default'}/{meta.get('name', '')}"
 
 
-def render_stream(sources: Sequence[Source], builtin: Sequence[Document] = (),
+def render_stream(sources: Iterable[Source], builtin: Sequence[Document] = (),
                   options: CompileOptions | None = None, *, validate: bool = True,
                   policies: PolicyChecker | None = None) -> Iterator[JobResult | Diagnostic]:
     """Results and loose diagnostics in input order, one TrainJob at a time; the runtimes of
@@ -52,17 +52,30 @@ def render_stream(sources: Sequence[Source], builtin: Sequence[Document] = (),
     table, notes = runtime_table(sources, builtin)
     yield from notes
     validator = Validator(table, policies=policies) if validate else None
-    for item in classified(sources):
+    for source in sources:
+        for item in render_source(source, table, validator, options):
+            if policies is None:
+                yield item
+            elif isinstance(item, JobResult):
+                item.diagnostics = policies.once(item.diagnostics)
+                yield item
+            else:
+                yield from policies.once([item])
+
+
+def render_source(source: Source, table: dict[RuntimeKey, RuntimeEntry],
+                  validator: Validator | None, options: CompileOptions | None = None
+                  ) -> Iterator[JobResult | Diagnostic]:
+    """`render_stream` for one source of the inputs whose runtimes `table` holds, before
+    policy diagnostics already reported are dropped (`PolicyChecker.once`, which the caller
+    applies in input order)."""
+    for item in classified([source]):
         if isinstance(item, Diagnostic):
             yield item
         elif item[1] == "TrainJob":
-            result = render_one(item[0], table, validator, options)
-            if policies is not None:
-                result.diagnostics = policies.once(result.diagnostics)
-            yield result
+            yield render_one(item[0], table, validator, options)
         elif validator is not None:
-            found = validator.runtime(item[0]).diagnostics
-            yield from found if policies is None else policies.once(found)
+            yield from validator.runtime(item[0]).diagnostics
 
 
 def _defaulted_ref(data: dict[str, Any]) -> dict[str, Any]:

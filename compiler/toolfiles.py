@@ -25,17 +25,21 @@ def tool_of(source: Source) -> str | None:
     """`kustomize` or `Helm` when the source is one of their files, else None."""
     if source.name.startswith("<"):
         return None
-    base = source.name.rsplit("/", 1)[-1]
-    if base not in _NAMES and base not in ("", ".") and "{{" not in source.text:
-        return None  # the common case, decided without parsing the path
-    path = PurePath(source.name)
-    if path.name in KUSTOMIZE_FILES:
+    parts = _parts(source.name)
+    name = parts[-1] if parts else ""
+    if name in KUSTOMIZE_FILES:
         return "kustomize"
-    if path.name in HELM_FILES or ("templates" in path.parts[:-1] and "{{" in source.text):
+    if name in HELM_FILES or ("templates" in parts[:-1] and "{{" in source.text):
         return "Helm"
-    if path.name == "values.yaml" and not _TOP_LEVEL_KIND.search(source.text):
+    if name == "values.yaml" and not _TOP_LEVEL_KIND.search(source.text):
         return "Helm"  # a values.yaml that holds objects (any top-level kind:) is read
     return None
+
+
+def _parts(name: str) -> list[str]:
+    """The parts of a path, as PurePath gives them, without interning them (a run over
+    100,000 files would keep every name)."""
+    return [p for p in name.split("/") if p not in ("", ".")]
 
 
 def skipped(source: Source) -> Diagnostic | None:

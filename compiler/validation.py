@@ -173,45 +173,32 @@ class Validator:
         return None if isinstance(key, Diagnostic) else self.table.get(key)
 
 
-def validate_stream(sources: Sequence[Source], builtin: Sequence[Document] = (),
+def validate_stream(sources: Iterable[Source], builtin: Sequence[Document] = (),
                     previous: Sequence[Source] = (),
                     policies: PolicyChecker | None = None) -> Iterator[Diagnostic]:
     """Every diagnostic of every input, in input order; runtimes' own problems once each.
-    With `policies`, each valid TrainJob is also compiled and its JobSet checked (on a large
-    input by a worker process, in parallel with the rest)."""
-    table, notes = runtime_table(sources, builtin)
+    With `policies`, each valid TrainJob is also compiled and its JobSet checked."""
+    validator, notes = prepare(sources, builtin, previous, policies)
     yield from notes
-    old, problems = _previous(previous)
-    yield from problems
-    validator = Validator(table, old, policies)
-    worker = None if policies is None else policies.start_worker(sources)
-    if worker is None:
-        for item in classified(sources):
-            yield from _once(policies, _validate_item(validator, item))
-        return
-    pending: list[list[Diagnostic] | tuple[Document, list[Diagnostic], RuntimeEntry]] = []
-    for item in classified(sources):
-        if isinstance(item, tuple) and item[1] == "TrainJob":
-            found, data = validator.check_trainjob(item[0])
-            entry = validator._policy_entry(found, data)
-            if entry is not None:
-                worker.submit(item[0], data, entry)
-            pending.append(found if entry is None else (item[0], found, entry))
-        else:
-            pending.append(_validate_item(validator, item))
-    assert policies is not None
-    ok = worker.wait()
-    for done in pending:
-        if isinstance(done, list):
-            yield from _once(policies, done)
-            continue
-        doc, found, entry = done
-        if not ok:
-            yield from _once(policies, validator.trainjob_with_policies(doc))
-            continue
-        findings = worker.findings(doc)
-        yield from _once(policies, found + policies.locate(doc, entry.doc, findings,
-                                                           entry.get()))
+    for source in sources:
+        yield from _once(policies, validate_source(validator, source))
+
+
+def prepare(sources: Iterable[Source], builtin: Sequence[Document] = (),
+            previous: Sequence[Source] = (), policies: PolicyChecker | None = None
+            ) -> tuple[Validator, list[Diagnostic]]:
+    """The first pass: a validator over the runtimes of the inputs and the built-in ones,
+    with the previous versions; and the problems found on the way (duplicate runtimes,
+    unreadable previous versions), to report first."""
+    table, notes = runtime_table(sources, builtin)
+    old, problems = previous_versions(previous)
+    return Validator(table, old, policies), notes + problems
+
+
+def validate_source(validator: Validator, source: Source) -> list[Diagnostic]:
+    """Every diagnostic of one source, in order, before policy diagnostics already reported
+    are dropped (`PolicyChecker.once`, which the caller applies in input order)."""
+    return [d for item in classified([source]) for d in _validate_item(validator, item)]
 
 
 def _validate_item(validator: Validator, item: tuple[Document, str] | Diagnostic
@@ -229,7 +216,7 @@ def _once(policies: PolicyChecker | None, found: list[Diagnostic]) -> list[Diagn
     return found if policies is None else policies.once(found)
 
 
-def _previous(sources: Sequence[Source]) -> tuple[dict[ObjectKey, Obj], list[Diagnostic]]:
+def previous_versions(sources: Sequence[Source]) -> tuple[dict[ObjectKey, Obj], list[Diagnostic]]:
     """The previous versions by object, and the problems reading them (a file that does not
     parse must not pass for one without the objects)."""
     out: dict[ObjectKey, Obj] = {}

@@ -329,38 +329,28 @@ spec:
 ]))
 
 
-def _validate_all(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, worker: str) -> list[str]:
-    from compiler.policy.check import PolicyChecker
-    from compiler.policy.engine import PolicySet
-    from compiler.validation import validate_stream
+def _validate_all(tmp_path: Path, capsys: pytest.CaptureFixture[str], processes: int
+                  ) -> tuple[int, str, str]:
+    """The mixed jobs, one document per file, with the example packs, in `processes`."""
+    for i, doc in enumerate(MIXED_JOBS.split("---\n")):
+        (tmp_path / "jobs" / f"{i:02d}.yaml").parent.mkdir(exist_ok=True)
+        (tmp_path / "jobs" / f"{i:02d}.yaml").write_text(doc)
+    values = tmp_path / "values.yaml"
+    values.write_text(yaml.safe_dump({"resources": {"maxNumNodes": 4, "maxGPUs": 8},
+                                      "images": {"allowedRegistries": ["ghcr.io", "nvcr.io"]}}))
+    return run(["validate", str(tmp_path / "jobs"),
+                str(ROOT / "docs" / "policy-example" / "testdata"),
+                "--policy", str(ROOT / "docs" / "policy-example"), "--policy-values",
+                str(values), "-j", str(processes)], capsys)
 
-    monkeypatch.setenv("TJC_POLICY_WORKER", worker)
-    (tmp_path / "jobs.yaml").write_text(MIXED_JOBS)
-    settings = {"resources": {"maxNumNodes": 4, "maxGPUs": 8},
-                "images": {"allowedRegistries": ["ghcr.io", "nvcr.io"]}}
-    files = pack_files([ROOT / "docs" / "policy-example"], builtin=True)
-    checker = PolicyChecker(PolicySet(Loader(settings).load_all(files), settings=settings))
-    inputs = [str(tmp_path / "jobs.yaml"), str(ROOT / "docs" / "policy-example" / "testdata")]
-    return [d.text() for d in validate_stream(read_sources(inputs), builtin_runtimes(),
-                                              policies=checker)]
 
-
-def test_worker_process_finds_what_the_inline_stage_finds(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    inline = _validate_all(monkeypatch, tmp_path, "0")
+def test_worker_processes_find_what_one_process_finds(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    one = _validate_all(tmp_path, capsys, 1)
     for rule in ("resources.max-nodes", "images.allowed-registries", "images.tag",
                  "security.privileged", "vision.gpu-image", "TJC-SCHEMA-TYPE"):
-        assert any(f"[{rule}]" in line for line in inline), (rule, inline)
-    assert _validate_all(monkeypatch, tmp_path, "1") == inline
-
-
-def test_a_failed_worker_leaves_the_stage_to_the_parent(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from compiler.policy import worker
-
-    inline = _validate_all(monkeypatch, tmp_path, "0")
-    monkeypatch.setattr(worker.Worker, "_read", lambda self: None)
-    assert _validate_all(monkeypatch, tmp_path, "1") == inline
+        assert f"[{rule}]" in one[1], (rule, one)
+    assert _validate_all(tmp_path, capsys, 2) == one
 
 
 def test_cue_values_file_and_user_pack_in_render(tmp_path: Path,
@@ -412,13 +402,13 @@ def test_jobsets_equal_where_packs_look_are_evaluated_once() -> None:
 
 
 @pytest.mark.parametrize("annotations", ["", SKIP_IMAGES])
-def test_exemptions_hold_in_the_worker_process(annotations: str, tmp_path: Path,
-                                               capsys: pytest.CaptureFixture[str],
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_exemptions_hold_in_worker_processes(annotations: str, tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
     job, values = _write(tmp_path, EXEMPT.replace("EXPIRES", "2999-01-01"), annotations)
+    (tmp_path / "job2.yaml").write_text(job.read_text().replace("name: job", "name: job-2"))
     outputs = []
-    for worker in ("0", "1"):
-        monkeypatch.setenv("TJC_POLICY_WORKER", worker)
-        outputs.append(run(["validate", str(job), "--policy-values", str(values)], capsys))
+    for processes in ("1", "2"):
+        outputs.append(run(["validate", str(job), str(tmp_path / "job2.yaml"),
+                            "--policy-values", str(values), "-j", processes], capsys))
     assert outputs[0] == outputs[1]
     assert outputs[0][0] == 0 and "(exempted by exemption #1" in outputs[0][1]

@@ -89,9 +89,9 @@ class DirWriter:
         self.seen: set[str] = set()
         self.where = Location(str(self.root / MANIFEST), 1, 1)
 
-    def write(self, namespace: str, name: str, objects: list[dict[str, Any]],
+    def write(self, namespace: str, name: str, has_objects: bool,
               text: str) -> list[Diagnostic]:
-        """Write one TrainJob's objects (already rendered as `text`), or say why not."""
+        """Write one TrainJob's objects (rendered as `text`), or say why not."""
         rel = relative_path(namespace, name, self.fmt)
         if rel is None:
             return [error("TJC-OUTPUT-PATH", f"{namespace}/{name} is not a valid namespace and "
@@ -100,7 +100,7 @@ class DirWriter:
             return [error("TJC-OUTPUT-DUPLICATE", f"a second TrainJob {namespace}/{name} in "
                           f"this run; {rel} keeps the first one's objects")]
         self.seen.add(rel)
-        if not objects:
+        if not has_objects:
             return []
         body = HEADER + text if self.fmt == "yaml" else text
         problem = self._may_replace(rel)

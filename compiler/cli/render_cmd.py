@@ -5,21 +5,21 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from compiler import emit
 from compiler.builtin import builtin_runtimes
-from compiler.cli import outdir, passthrough_cmd, policy_opts
+from compiler.cli import jobs, outdir, passthrough_cmd, policy_opts
 from compiler.context import CompileOptions, SSHKeySource
-from compiler.diagnostics import Diagnostic, Severity, error, has_errors
+from compiler.diagnostics import Diagnostic, Location, Severity, error, has_errors
 from compiler.errors import InputError
-from compiler.loader import Document, Source, read_sources
-from compiler.render import JobResult, render_stream
-
-if TYPE_CHECKING:
-    from compiler.policy.check import PolicyChecker
+from compiler.inputs import runtime_files, runtime_table
+from compiler.loader import Document, SourceFiles
+from compiler.render import JobResult, render_source
+from compiler.validation import Validator
 
 HELP = "render TrainJobs into the JobSet (and side objects) Kubeflow Trainer creates"
 EPILOG = """\
@@ -33,6 +33,7 @@ examples:
   kustomize build overlays/prod | tjc render --passthrough -   everything, TrainJobs rendered
   helm template my-app chart/ --post-renderer tjc --post-renderer-args render \
       --post-renderer-args --passthrough --post-renderer-args -
+  tjc render -j 4 jobs/ --output-dir rendered/  in 4 processes (same output as -j 1)
   kubectl get trainjob mnist -o yaml | tjc render -
 """
 
@@ -61,6 +62,7 @@ def register(verbs: Any) -> None:
                         "(generate), or the key pair of this PEM P-521 private key file; "
                         "without it no private key is ever printed")
     parser.add_argument("-q", "--quiet", action="store_true", help="do not print notices")
+    jobs.add_argument(parser)
     passthrough_cmd.add_arguments(parser)
     policy_opts.add_arguments(parser)
     parser.set_defaults(func=run)
@@ -74,47 +76,150 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.passthrough:
         return passthrough_cmd.run(args, _ssh_keys(args.mpi_ssh_key))
-    sources = read_sources(args.paths)
-    builtin = () if args.no_builtin_runtimes else builtin_runtimes()
-    options = CompileOptions(ssh_keys=_ssh_keys(args.mpi_ssh_key))
-    objects: list[dict[str, Any]] = []
-    errors = False
-    checker = None if args.no_validate else policy_opts.build(args)
+    sources = SourceFiles(args.paths)
+    pipeline = Pipeline(args, sources)
     writer = _writer(args)
     with contextlib.ExitStack() as stack:
         if writer is not None:
             stack.callback(writer.release)
-        errors = _render(args, sources, builtin, options, checker, writer, objects)
+        errors = _render(args, pipeline, writer)
     sys.stdout.flush()
     return 1 if errors else 0
 
 
-def _render(args: argparse.Namespace, sources: list[Source], builtin: Sequence[Document],
-            options: CompileOptions, checker: PolicyChecker | None,
-            writer: outdir.DirWriter | None, objects: list[dict[str, Any]]) -> bool:
+@dataclass
+class Job:
+    """One TrainJob rendered, as much of it as the output needs (a worker sends it back)."""
+
+    diagnostics: list[Diagnostic]
+    names: tuple[str, str]
+    has_objects: bool
+    text: str
+    where: tuple[str, int, tuple[str | int, ...]]
+
+
+Event = Job | list[Diagnostic]
+
+
+class Pipeline:
+    """What a process needs to render the files of the inputs: in the parent built from all
+    of them (the first pass), in a `-j` worker from the files holding runtimes."""
+
+    def __init__(self, args: argparse.Namespace, sources: SourceFiles,
+                 runtime_files: SourceFiles | None = None) -> None:
+        self.args, self.sources = args, sources
+        builtin = () if args.no_builtin_runtimes else builtin_runtimes()
+        first = sources if runtime_files is None else runtime_files
+        self.table, self.notes = runtime_table(first, builtin)
+        self.options = CompileOptions(ssh_keys=_ssh_keys(args.mpi_ssh_key))
+        self.checker = None if args.no_validate else policy_opts.build(args)
+        self.validator = None if args.no_validate else \
+            Validator(self.table, policies=self.checker)
+        self.reported = len(self.checker.policies.errors) if self.checker else 0
+
+    def plan(self) -> jobs.Plan[tuple[list[Event], list[Diagnostic]]]:
+        """This pipeline over its files, and how a worker builds its own."""
+        payload = (self.args, self.sources, runtime_files(self.table))
+        return jobs.Plan(self.task, _worker, payload, len(self.sources))
+
+    def task(self, indices: list[int]) -> tuple[list[Event], list[Diagnostic]]:
+        """The events of these files in order, and the policy errors first met there."""
+        events = [self._event(item) for i in indices
+                  for item in render_source(self.sources[i], self.table, self.validator,
+                                            self.options)]
+        new = self.checker.policies.errors[self.reported:] if self.checker else []
+        self.reported += len(new)
+        return events, list(new)
+
+    def _event(self, item: JobResult | Diagnostic) -> Event:
+        if isinstance(item, Diagnostic):
+            return [item]
+        tj = item.trainjob
+        return Job(item.diagnostics, outdir.job_names(tj.data), bool(item.objects),
+                   _text(self.args, item.objects), (tj.source.name, tj.index, tuple(tj.base)))
+
+
+def _worker(payload: tuple[argparse.Namespace, SourceFiles, set[str]]
+            ) -> Callable[[list[int]], tuple[list[Event], list[Diagnostic]]]:
+    args, sources, names = payload
+    return Pipeline(args, sources, sources.subset(names)).task
+
+
+def _text(args: argparse.Namespace, objects: list[dict[str, Any]]) -> str:
+    """A TrainJob's objects as its output file, or as its part of stdout."""
+    if not objects:
+        return ""
+    if args.output_dir:
+        return emit.json_list(objects) if args.output == "json" else emit.yaml_stream(objects)
+    if args.output == "json":
+        return ",\n".join(emit.nested_json(obj, 2) for obj in objects)
+    return emit.yaml_stream(objects)
+
+
+def _render(args: argparse.Namespace, pipeline: Pipeline,
+            writer: outdir.DirWriter | None) -> bool:
     """Render every TrainJob to stdout or DIR; True when anything had errors."""
-    errors = False
-    for item in render_stream(sources, builtin, options, validate=not args.no_validate,
-                              policies=checker):
-        diagnostics = [item] if isinstance(item, Diagnostic) else item.diagnostics
-        if isinstance(item, JobResult) and writer is not None:
-            diagnostics += _write(writer, item, args.output)
-        elif isinstance(item, JobResult) and args.output == "json":
-            objects.extend(item.objects)
-        elif isinstance(item, JobResult):
-            sys.stdout.write(emit.yaml_stream(item.objects))
-        errors = errors or has_errors(diagnostics)
-        report(diagnostics, quiet=args.quiet)
-    if checker is not None and checker.policies.errors:
-        report(checker.policies.errors, quiet=args.quiet)
-        errors = True
+    out = _Output(args, pipeline, writer)
+    out.emit([pipeline.notes])
+    policy_errors = list(pipeline.checker.policies.errors) if pipeline.checker else []
+    processes = jobs.workers(args.jobs, pipeline.sources)
+    for events, new in jobs.ordered(pipeline.plan(), processes):
+        out.emit(events)
+        policy_errors += [d for d in new if d not in policy_errors]
+    if pipeline.checker is not None and policy_errors:
+        report(policy_errors, quiet=args.quiet)
+        out.errors = True
     if writer is not None:
         closing = _finish(writer)
         report(closing, quiet=args.quiet)
-        errors = errors or has_errors(closing)
+        out.errors = out.errors or has_errors(closing)
     elif args.output == "json":
-        sys.stdout.write(emit.json_list(objects))
-    return errors
+        sys.stdout.write(out.json_end())
+    return out.errors
+
+
+class _Output:
+    """Prints (or writes) each event as it comes, in input order."""
+
+    def __init__(self, args: argparse.Namespace, pipeline: Pipeline,
+                 writer: outdir.DirWriter | None) -> None:
+        self.args, self.pipeline, self.writer = args, pipeline, writer
+        self.errors = False
+        self.items = 0
+
+    def emit(self, events: list[Event]) -> None:
+        checker = self.pipeline.checker
+        for event in events:
+            found = event.diagnostics if isinstance(event, Job) else event
+            found = checker.once(found) if checker is not None else list(found)
+            if isinstance(event, Job):
+                found += self._job(event)
+            self.errors = self.errors or has_errors(found)
+            report(found, quiet=self.args.quiet)
+
+    def _job(self, job: Job) -> list[Diagnostic]:
+        if self.writer is not None:
+            found = self.writer.write(*job.names, job.has_objects, job.text)
+            return [d.at(self._locate(job, ("metadata", "name"))) for d in found]
+        if job.text and self.args.output == "json":
+            sys.stdout.write((",\n" if self.items else JSON_HEAD) + job.text)
+            self.items += 1
+        else:
+            sys.stdout.write(job.text)
+        return []
+
+    def _locate(self, job: Job, path: tuple[str, ...]) -> Location:
+        sources = self.pipeline.sources
+        source = sources[sources.index(job.where[0])]
+        return Document({}, source, job.where[1], job.where[2]).locate(path)
+
+    def json_end(self) -> str:
+        """The end of the v1 List on stdout (all of it when it has no items)."""
+        return JSON_TAIL if self.items else emit.json_list([])
+
+
+JSON_HEAD = '{\n  "apiVersion": "v1",\n  "items": [\n'
+JSON_TAIL = '\n  ],\n  "kind": "List"\n}\n'
 
 
 def _ssh_keys(choice: str | None) -> SSHKeySource | None:
@@ -140,14 +245,6 @@ def _writer(args: argparse.Namespace) -> outdir.DirWriter | None:
         return None
     return outdir.DirWriter(Path(args.output_dir), args.output, outdir.inputs_key(args.paths),
                             dry_run=args.dry_run)
-
-
-def _write(writer: outdir.DirWriter, job: JobResult, fmt: str) -> list[Diagnostic]:
-    """Write one TrainJob's file; a refusal is located at the TrainJob's name."""
-    text = "" if not job.objects else \
-        emit.json_list(job.objects) if fmt == "json" else emit.yaml_stream(job.objects)
-    found = writer.write(*outdir.job_names(job.trainjob.data), job.objects, text)
-    return [d.at(job.trainjob.locate(("metadata", "name"))) for d in found]
 
 
 def _finish(writer: outdir.DirWriter) -> list[Diagnostic]:

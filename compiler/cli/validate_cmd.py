@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import shlex
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from compiler.builtin import builtin_runtimes, builtin_uris
-from compiler.cli import policy_opts
+from compiler.cli import jobs, policy_opts
 from compiler.diagnostics import Diagnostic, Severity
-from compiler.loader import Document, parse_source, read_sources
+from compiler.inputs import runtime_files, runtime_table
+from compiler.loader import Document, SourceFiles, parse_source, read_sources
 from compiler.resolve import RUNTIME_KINDS
+from compiler.validate.locations import Context
 
 if TYPE_CHECKING:
+    from compiler.cli import report_out
     from compiler.policy.check import PolicyChecker
 
 BUILTIN_PREFIX = "<builtin>/"
@@ -36,6 +41,7 @@ examples:
   tjc validate jobs/ --format github            GitHub Actions annotations
   tjc validate jobs/ --policy team-policies/ --policy-values limits.yaml
   tjc validate jobs/ --skip images.tag          all built-in packs but one rule
+  tjc validate -j 4 jobs/                       in 4 processes (same report as -j 1)
 """
 
 
@@ -62,27 +68,79 @@ def register(verbs: Any) -> None:
                         help="do not load the built-in ClusterTrainingRuntimes")
     parser.add_argument("-q", "--quiet", action="store_true",
                         help="do not report notices (exemptions used are still reported)")
+    jobs.add_argument(parser)
     policy_opts.add_arguments(parser)
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Validate, print the report on stdout, return the exit code."""
-    from compiler.validation import validate_stream
+    """Validate, print the report on stdout as it comes, return the exit code."""
+    from compiler.cli import report_out
 
-    sources = read_sources(args.paths)
-    previous = read_sources(args.against) if args.against else []
-    builtin = [] if args.no_builtin_runtimes else list(builtin_runtimes())
-    builtin += _extra_runtimes(args, {os.path.realpath(s.name) for s in sources})
-    checker = policy_opts.build(args)
-    diagnostics = [d for d in validate_stream(sources, builtin, previous, checker)
-                   if not (args.quiet and d.severity is Severity.NOTICE
-                           and d.suppression is None)]
-    if checker is not None:
-        diagnostics += checker.policies.errors
-    code = exit_code(diagnostics, strict=args.strict)
-    sys.stdout.write(_report(args, diagnostics, checker, code))
-    return code
+    sources = SourceFiles(args.paths)
+    pipeline = Pipeline(args, sources)
+    context = _context(args, pipeline.checker)
+    out = report_out.Report(args.format, sys.stdout, context, strict=args.strict)
+    for d in pipeline.notes:
+        _add(args, out, d)
+    policy_errors = list(pipeline.checker.policies.errors) if pipeline.checker else []
+    # a worker cannot read stdin again: `--against -` or `--runtimes -` stay in one process
+    stdin = "-" in (*args.against, *args.runtimes)
+    processes = 1 if stdin else jobs.workers(args.jobs, sources)
+    for found, new in jobs.ordered(pipeline.plan(), processes):
+        for d in pipeline.checker.once(found) if pipeline.checker else found:
+            _add(args, out, d)
+        policy_errors += [d for d in new if d not in policy_errors]
+    for d in policy_errors:
+        out.add(d)
+    out.finish(dataclasses.replace(context, exit_code=out.exit_code))
+    return out.exit_code
+
+
+def _add(args: argparse.Namespace, out: report_out.Report, d: Diagnostic) -> None:
+    if not (args.quiet and d.severity is Severity.NOTICE and d.suppression is None):
+        out.add(d)
+
+
+class Pipeline:
+    """What a process needs to validate the files of the inputs: in the parent built from
+    all of them (the first pass), in a `-j` worker from the files holding runtimes."""
+
+    def __init__(self, args: argparse.Namespace, sources: SourceFiles,
+                 runtime_files: SourceFiles | None = None) -> None:
+        from compiler.validation import Validator, previous_versions
+
+        self.args, self.sources = args, sources
+        builtin = [] if args.no_builtin_runtimes else list(builtin_runtimes())
+        builtin += _extra_runtimes(args, sources)
+        first = sources if runtime_files is None else runtime_files
+        self.table, self.notes = runtime_table(first, builtin)
+        previous = read_sources(args.against) if args.against else []
+        self.checker = policy_opts.build(args)
+        old, problems = previous_versions(previous)
+        self.notes += problems
+        self.validator = Validator(self.table, old, self.checker)
+        self.reported = len(self.checker.policies.errors) if self.checker else 0
+
+    def plan(self) -> jobs.Plan[tuple[list[Diagnostic], list[Diagnostic]]]:
+        """This pipeline over its files, and how a worker builds its own."""
+        payload = (self.args, self.sources, runtime_files(self.table))
+        return jobs.Plan(self.task, _worker, payload, len(self.sources))
+
+    def task(self, indices: list[int]) -> tuple[list[Diagnostic], list[Diagnostic]]:
+        """The diagnostics of these files in order, and the policy errors first met there."""
+        from compiler.validation import validate_source
+
+        found = [d for i in indices for d in validate_source(self.validator, self.sources[i])]
+        new = self.checker.policies.errors[self.reported:] if self.checker else []
+        self.reported += len(new)
+        return found, list(new)
+
+
+def _worker(payload: tuple[argparse.Namespace, SourceFiles, set[str]]
+            ) -> Callable[[list[int]], tuple[list[Diagnostic], list[Diagnostic]]]:
+    args, sources, names = payload
+    return Pipeline(args, sources, sources.subset(names)).task
 
 
 def exit_code(diagnostics: list[Diagnostic], *, strict: bool) -> int:
@@ -99,10 +157,13 @@ def _only_builtin(d: Diagnostic) -> bool:
                                      for loc in d.locations)
 
 
-def _extra_runtimes(args: argparse.Namespace, inputs: set[str]) -> list[Document]:
+def _extra_runtimes(args: argparse.Namespace, sources: SourceFiles) -> list[Document]:
     """The runtimes of --runtimes and --repo-runtimes, read in full on every run (a
     pre-commit batch too), without the input files, which report their own."""
     extra: list[Document] = []
+    if not (args.runtimes or args.repo_runtimes):
+        return extra
+    inputs = {os.path.realpath(n) for n in sources.names}
     if args.runtimes:
         extra += [doc for source in read_sources(args.runtimes)
                   if os.path.realpath(source.name) not in inputs
@@ -115,17 +176,10 @@ def _extra_runtimes(args: argparse.Namespace, inputs: set[str]) -> list[Document
     return extra
 
 
-def _report(args: argparse.Namespace, diagnostics: list[Diagnostic],
-            checker: PolicyChecker | None, code: int) -> str:
-    from compiler.validate import report
-    from compiler.validate.locations import Context
+def _context(args: argparse.Namespace, checker: PolicyChecker | None) -> Context:
+    from compiler.cli import repo
 
     rules = {r.id: r.message for r in checker.policies.rules()} if checker else {}
-    top = None
-    if args.format in ("sarif", "github"):
-        from compiler.cli import repo  # runs git: only the formats that name the repository
-
-        top = repo.root()
-    context = Context(rules, code, shlex.join(["tjc", *sys.argv[1:]]), os.getcwd(),
-                      str(top) if top else None, builtin_uris())
-    return report.RENDERERS[args.format](diagnostics, context)
+    top = repo.root() if args.format in ("sarif", "github") else None
+    return Context(rules, 0, shlex.join(["tjc", *sys.argv[1:]]), os.getcwd(),
+                   str(top) if top else None, builtin_uris())

@@ -5,8 +5,8 @@ points at the input that wrote that field: when the field holds what the runtime
 holds, at the runtime (reported once per run, with the runtime as the object, however many
 TrainJobs use it); otherwise at the input value its writer recorded (`compiler.provenance`, as
 `tjc explain` shows it), or at the TrainJob's spec for a value a plugin made. Finding
-(`jobset_findings`) and locating are separate steps, so the finding can run in a worker process
-(`compiler.policy.worker`).
+(`jobset_findings`) and locating are separate steps, so the finding can run apart from the
+locating.
 """
 
 from __future__ import annotations
@@ -18,13 +18,12 @@ from typing import TYPE_CHECKING, Any
 from compiler.compile import PreparedRuntime
 from compiler.data import Obj, get_path
 from compiler.diagnostics import Diagnostic, Location, ObjectRef
-from compiler.loader import Document, Source
+from compiler.loader import Document
 from compiler.policy.engine import PolicySet, Violation
 from compiler.validation import object_ref
 
 if TYPE_CHECKING:
     from compiler.explain import Explainer
-    from compiler.policy.worker import Worker
 
 Path = tuple[str | int, ...]
 
@@ -96,12 +95,6 @@ class PolicyChecker:
         located = _with(v, runtime.locate(inner), object_ref(runtime.data), inner)
         self._at_runtime[key] = (runtime, located)
         return located
-
-    def start_worker(self, sources: Sequence[Source]) -> Worker | None:
-        """A worker process for the JobSet stage of a large input (None: do it inline)."""
-        from compiler.policy import worker
-
-        return worker.start(self.policies, sources)
 
     def once(self, diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
         """The diagnostics without the policy ones already emitted (a runtime's violation is

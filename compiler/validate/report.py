@@ -25,7 +25,7 @@ def text(diagnostics: Sequence[Diagnostic]) -> str:
     return "".join(line + "\n" for line in lines)
 
 
-def _as_dict(d: Diagnostic) -> dict[str, Any]:
+def as_dict(d: Diagnostic) -> dict[str, Any]:
     out: dict[str, Any] = {"severity": d.severity.value, "rule": d.rule, "message": d.message,
                            "path": d.field_path}
     if d.obj is not None:
@@ -43,7 +43,7 @@ def as_json(diagnostics: Sequence[Diagnostic], context: Context | None = None) -
     """`{"diagnostics": [...], "summary": {...}}`, keys sorted; an exempted violation has a
     `suppression` (kind, justification, the severity it would have had)."""
     counts = Counter(d.severity.value for d in diagnostics)
-    doc = {"diagnostics": [_as_dict(d) for d in diagnostics],
+    doc = {"diagnostics": [as_dict(d) for d in diagnostics],
            "summary": {s.value + "s": counts[s.value] for s in Severity}}
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"
 

@@ -32,11 +32,12 @@ def _logical_name(d: Diagnostic) -> str:
     return " ".join(part for part in (obj, d.field_path) if part)
 
 
-def _result(d: Diagnostic, context: Context) -> dict[str, Any]:
+def result(d: Diagnostic, context: Context) -> dict[str, Any]:
+    """One diagnostic as a SARIF result."""
     severity = d.suppression.severity if d.suppression is not None else d.severity
     path = f"{d.field_path}: " if d.path else ""
-    result: dict[str, Any] = {"ruleId": d.rule, "level": LEVELS[severity],
-                              "message": {"text": f"{path}{d.message}"}}
+    out: dict[str, Any] = {"ruleId": d.rule, "level": LEVELS[severity],
+                           "message": {"text": f"{path}{d.message}"}}
     locations = []
     for loc in d.locations:
         physical = {"artifactLocation": context.artifact(loc.file),
@@ -47,17 +48,22 @@ def _result(d: Diagnostic, context: Context) -> dict[str, Any]:
                                           "kind": "object"}]
         locations.append(entry)
     if locations:
-        result["locations"] = locations
+        out["locations"] = locations
     if d.suppression is not None:
-        result["suppressions"] = [{"kind": d.suppression.kind, "status": "accepted",
+        out["suppressions"] = [{"kind": d.suppression.kind, "status": "accepted",
                                    "justification": d.suppression.justification}]
-    return result
+    return out
 
 
 def render(diagnostics: Sequence[Diagnostic], context: Context | None = None) -> str:
     """A SARIF 2.1.0 log with one run of `tjc`, its rules and its invocation."""
     context = context or Context()
-    ids = sorted({d.rule for d in diagnostics})
+    return log([result(d, context) for d in diagnostics], sorted({d.rule for d in diagnostics}),
+               context)
+
+
+def log(results: list[Any], ids: list[str], context: Context) -> str:
+    """The log of a run with these results (of `result`) and rule ids."""
     run: dict[str, Any] = {
         "tool": {"driver": {"name": "tjc", "version": __version__,
                             "rules": [_rule(describe(i, context.policy_rules)) for i in ids]}},
@@ -65,10 +71,10 @@ def render(diagnostics: Sequence[Diagnostic], context: Context | None = None) ->
                          "exitCode": context.exit_code,
                          **({"commandLine": context.command_line}
                             if context.command_line else {})}],
-        "results": [_result(d, context) for d in diagnostics],
+        "results": results,
     }
     if context.root is not None:
         run["originalUriBaseIds"] = {SRCROOT: {"uri": f"file://{context.root.rstrip('/')}/"}}
-    log = {"$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0",
+    doc = {"$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0",
            "runs": [run]}
-    return json.dumps(log, indent=2, sort_keys=True) + "\n"
+    return json.dumps(doc, indent=2, sort_keys=True) + "\n"

@@ -1,0 +1,97 @@
+"""`tjc validate`'s report written as the diagnostics come, byte for byte what
+`compiler.validate.report.RENDERERS` prints for the whole list.
+
+text and github lines go out at once; a JSON or SARIF report's items are spooled to a
+temporary file and copied between the head and the tail, which depend on the whole run (the
+summary, the exit code, the rules). The exit code is counted on the way. Memory stays flat
+however many diagnostics there are.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from collections import Counter
+from collections.abc import Callable
+from typing import Any, TextIO
+
+from compiler.diagnostics import Diagnostic, Severity
+from compiler.validate import github, report, sarif
+from compiler.validate.locations import BUILTIN_PREFIX, Context
+
+MARK = "@@tjc-items@@"
+
+
+def _nested(value: Any, depth: int) -> str:
+    indent = "  " * depth
+    return indent + json.dumps(value, indent=2, sort_keys=True).replace("\n", "\n" + indent)
+
+
+def _only_builtin(d: Diagnostic) -> bool:
+    return bool(d.locations) and all(loc.file.startswith(BUILTIN_PREFIX)
+                                     for loc in d.locations)
+
+
+class Report:
+    """One run's report: `add` each diagnostic, then `finish` with the run's context."""
+
+    def __init__(self, fmt: str, out: TextIO, context: Context, *, strict: bool) -> None:
+        self.fmt, self.out, self.context, self.strict = fmt, out, context, strict
+        self.counts: Counter[Severity] = Counter()
+        self.rules: set[str] = set()
+        self.failing = False
+        self.spool: TextIO | None = None
+        if fmt in ("json", "sarif"):
+            self.spool = tempfile.TemporaryFile(  # noqa: SIM115 (closed by finish)
+                "w+", encoding="utf-8")
+
+    def add(self, d: Diagnostic) -> None:
+        """Count one diagnostic and write (or spool) its part of the report."""
+        self.counts[d.severity] += 1
+        self.rules.add(d.rule)
+        self.failing = self.failing or d.severity is Severity.ERROR or (
+            self.strict and d.severity is Severity.WARNING and not _only_builtin(d))
+        if self.fmt == "text":
+            self.out.write(d.text() + "\n")
+        elif self.fmt == "github":
+            self.out.write(github.render([d], self.context))
+        else:
+            assert self.spool is not None
+            item = report.as_dict(d) if self.fmt == "json" else sarif.result(d, self.context)
+            depth = 2 if self.fmt == "json" else 4
+            self.spool.write(("" if sum(self.counts.values()) == 1 else ",\n")
+                             + _nested(item, depth))
+
+    @property
+    def exit_code(self) -> int:
+        """1 on errors (with `strict` on warnings not only in built-in runtimes), else 0."""
+        return 1 if self.failing else 0
+
+    def finish(self, context: Context) -> None:
+        """Write the end of the report (for JSON and SARIF, all of it)."""
+        total = sum(self.counts.values())
+        if self.fmt == "text" and total:
+            self.out.write(f"{self.counts[Severity.ERROR]} errors, "
+                           f"{self.counts[Severity.WARNING]} warnings, "
+                           f"{self.counts[Severity.NOTICE]} notices\n")
+        if self.spool is None:
+            return
+        whole = self._whole(context)
+        if not total:
+            self.out.write(whole([]))
+            return
+        head, tail = whole([MARK]).split(_nested(MARK, 2 if self.fmt == "json" else 4))
+        self.out.write(head)
+        self.spool.seek(0)
+        shutil.copyfileobj(self.spool, self.out)
+        self.out.write(tail)
+        self.spool.close()
+
+    def _whole(self, context: Context) -> Callable[[list[Any]], str]:
+        """The report with these items in place of the diagnostics'."""
+        if self.fmt == "json":
+            summary = {s.value + "s": self.counts[s] for s in Severity}
+            return lambda items: json.dumps({"diagnostics": items, "summary": summary},
+                                            indent=2, sort_keys=True) + "\n"
+        return lambda items: sarif.log(items, sorted(self.rules), context)
