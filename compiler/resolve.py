@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from compiler.data import Obj
-from compiler.diagnostics import Diagnostic, error
+from compiler.diagnostics import Diagnostic, ObjectRef, error
 
 GROUP = "trainer.kubeflow.org"
 RUNTIME_KINDS = ("TrainingRuntime", "ClusterTrainingRuntime")
@@ -79,3 +79,25 @@ def not_found(key: RuntimeKey, elsewhere: Iterable[str] = ()) -> Diagnostic:
         message = (f"not found ClusterTrainingRuntime specified in TrainJob: "
                    f"ClusterTrainingRuntime {key.name}")
     return error("TJC-RUNTIME-NOT-FOUND", message, ("spec", "runtimeRef", "name"))
+
+
+ObjectKey = tuple[str, str, str]
+
+
+def object_key(data: Obj) -> ObjectKey:
+    """(kind, namespace, name) of a document, to pair it with its previous version."""
+    meta = data.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    namespaced = data.get("kind") != "ClusterTrainingRuntime"
+    namespace = str(meta.get("namespace") or "default") if namespaced else ""
+    return str(data.get("kind", "")), namespace, str(meta.get("name", ""))
+
+
+def object_ref(data: Obj) -> ObjectRef:
+    """kind/name/namespace of a document as written (a cluster runtime has no namespace)."""
+    kind, namespace, name = object_key(data)
+    meta = data.get("metadata")
+    if kind != "ClusterTrainingRuntime" and not (meta.get("namespace") if isinstance(meta, dict)
+                                                 else None):
+        namespace = ""
+    return ObjectRef(kind, name, namespace)

@@ -20,13 +20,18 @@ from compiler.data import Obj
 from compiler.diagnostics import Diagnostic, ObjectRef, Severity, error, has_errors, refused
 from compiler.inputs import RuntimeEntry, classified, runtime_table
 from compiler.loader import Document, Source, iter_source
-from compiler.resolve import RuntimeKey, runtime_key, wanted_key
+from compiler.resolve import (
+    ObjectKey,
+    RuntimeKey,
+    object_key,
+    object_ref,
+    runtime_key,
+    wanted_key,
+)
 from compiler.validate import podresources, quirks, webhook
 
 if TYPE_CHECKING:
     from compiler.policy.check import PolicyChecker
-
-ObjectKey = tuple[str, str, str]
 
 
 @dataclass
@@ -36,25 +41,6 @@ class Checked:
     doc: Document
     data: Obj
     diagnostics: list[Diagnostic] = field(default_factory=list)
-
-
-def object_key(data: Obj) -> ObjectKey:
-    """(kind, namespace, name) of a document, to pair it with its previous version."""
-    meta = data.get("metadata")
-    meta = meta if isinstance(meta, dict) else {}
-    namespaced = data.get("kind") != "ClusterTrainingRuntime"
-    namespace = str(meta.get("namespace") or "default") if namespaced else ""
-    return str(data.get("kind", "")), namespace, str(meta.get("name", ""))
-
-
-def object_ref(data: Obj) -> ObjectRef:
-    """kind/name/namespace of a document as written (a cluster runtime has no namespace)."""
-    kind, namespace, name = object_key(data)
-    meta = data.get("metadata")
-    if kind != "ClusterTrainingRuntime" and not (meta.get("namespace") if isinstance(meta, dict)
-                                                 else None):
-        namespace = ""
-    return ObjectRef(kind, name, namespace)
 
 
 def check_document(doc: Document, old: Obj | None = None) -> Checked:

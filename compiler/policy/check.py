@@ -20,7 +20,7 @@ from compiler.data import Obj, get_path
 from compiler.diagnostics import Diagnostic, Location, ObjectRef
 from compiler.loader import Document
 from compiler.policy.engine import PolicySet, Violation
-from compiler.validation import object_ref
+from compiler.resolve import object_ref
 
 if TYPE_CHECKING:
     from compiler.explain import Explainer
