@@ -26,7 +26,7 @@ COPY schemas/ schemas/
 COPY policies/ policies/
 COPY compiler/ compiler/
 RUN /opt/tjc/bin/pip install -c constraints.txt ".[controller]" \
-    && /opt/tjc/bin/python -c "import compiler.builtin"
+    && /opt/tjc/bin/python -c "import compiler.io.builtin"
 
 # --- the image ---------------------------------------------------------------------------------
 FROM python:3.11-slim-bookworm AS tjc
@@ -36,7 +36,7 @@ RUN groupadd --gid 65532 tjc \
        --shell /usr/sbin/nologin tjc
 COPY --from=python /opt/tjc /opt/tjc
 COPY --from=cue /out/libtjccue.so /usr/local/lib/trainjob-compiler/libtjccue.so
-# compiler/cuelib.py loads the library from TJC_LIBCUE. The root filesystem may be read-only
+# compiler/policy/cuelib.py loads the library from TJC_LIBCUE. The root filesystem may be read-only
 # (deploy/ makes it so): no bytecode is written, and HOME is the writable /tmp.
 ENV PATH=/opt/tjc/bin:$PATH \
     TJC_LIBCUE=/usr/local/lib/trainjob-compiler/libtjccue.so \

@@ -85,20 +85,20 @@ policies-test: setup
 # the Go module proxy, versions in schemas/gotypes/go.mod): fails when one is stale.
 schemas-check: setup
 	$(BIN)/python -m schemas.generate --check
-	cd schemas/gotypes && GOFLAGS=-mod=readonly go run . | diff -q - ../../compiler/_go_facts.py \
-		|| { echo "stale generated file: compiler/_go_facts.py (make gofacts)" >&2; exit 1; }
+	cd schemas/gotypes && GOFLAGS=-mod=readonly go run . | diff -q - ../../compiler/kube/_go_facts.py \
+		|| { echo "stale generated file: compiler/kube/_go_facts.py (make gofacts)" >&2; exit 1; }
 
 schemas: setup
 	$(BIN)/python -m schemas.generate
 
 # Facts about Go's JSON encoding of the JobSet types, from the pinned Go modules (needs Go).
 gofacts:
-	cd schemas/gotypes && GOFLAGS=-mod=readonly go run . > ../../compiler/_go_facts.py
+	cd schemas/gotypes && GOFLAGS=-mod=readonly go run . > ../../compiler/kube/_go_facts.py
 
 # The plugin orders networkx gives, generated so that start-up need not import networkx.
 plugin-orders: setup
-	$(BIN)/python -c "from compiler.plugins.graph import generate; print(generate(), end='')" \
-		> compiler/plugins/_orders.py
+	$(BIN)/python -c "from compiler.core.plugins.graph import generate; print(generate(), end='')" \
+		> compiler/core/plugins/_orders.py
 
 golden: setup
 	TJC_UPDATE_GOLDEN=1 $(BIN)/python -m pytest -q tests/test_golden.py

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import yaml
 
-from compiler.data import Obj
+from compiler.common.jsondata import Obj
 
 GROUP = "trainer.kubeflow.org"
 API = f"{GROUP}/v1alpha1"
@@ -138,7 +138,7 @@ def _break(rng: random.Random, job: Obj) -> None:
 
 def repo_runtimes(rng: random.Random) -> list[Obj]:
     """The repository's own TrainingRuntimes: torch jobs on the team's base images."""
-    from compiler.builtin import builtin_runtimes  # the built-in torch runtime as the base
+    from compiler.io.builtin import builtin_runtimes  # the built-in torch runtime as the base
 
     base = next(d.data for d in builtin_runtimes()
                 if d.data["metadata"]["name"] == "torch-distributed")

@@ -42,10 +42,10 @@ from typing import Any
 import yaml
 
 from bench import corpus, kubeconform
-from compiler import emit
-from compiler.builtin import builtin_runtimes
-from compiler.loader import Source
-from compiler.render import JobResult, render_stream
+from compiler.io import emit
+from compiler.io.builtin import builtin_runtimes
+from compiler.io.loader import Source
+from compiler.render.pipeline import JobResult, render_stream
 
 Run = Callable[[], object]
 TJC = [sys.executable, "-m", "compiler"]

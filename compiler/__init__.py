@@ -18,30 +18,35 @@ from typing import TYPE_CHECKING
 from compiler.version import __version__
 
 if TYPE_CHECKING:
-    from compiler.admission import admit
-    from compiler.compile import CompileResult, PreparedRuntime, compile_trainjob, prepare_runtime
-    from compiler.context import CompileOptions, SSHKeyPair
-    from compiler.diagnostics import Diagnostic, Location, ObjectRef, Severity
-    from compiler.errors import CompileError, InputError, PluginGraphError, TjcError
-    from compiler.validation import validate_documents
+    from compiler.common.diagnostics import Diagnostic, Location, ObjectRef, Severity
+    from compiler.common.errors import CompileError, InputError, PluginGraphError, TjcError
+    from compiler.core.admission import admit
+    from compiler.core.compile import (
+        CompileResult,
+        PreparedRuntime,
+        compile_trainjob,
+        prepare_runtime,
+    )
+    from compiler.core.context import CompileOptions, SSHKeyPair
+    from compiler.validate.documents import validate_documents
 
 _LAZY = {
-    "CompileError": "compiler.errors",
-    "InputError": "compiler.errors",
-    "PluginGraphError": "compiler.errors",
-    "TjcError": "compiler.errors",
-    "admit": "compiler.admission",
-    "CompileResult": "compiler.compile",
-    "PreparedRuntime": "compiler.compile",
-    "compile_trainjob": "compiler.compile",
-    "prepare_runtime": "compiler.compile",
-    "CompileOptions": "compiler.context",
-    "SSHKeyPair": "compiler.context",
-    "Diagnostic": "compiler.diagnostics",
-    "Location": "compiler.diagnostics",
-    "ObjectRef": "compiler.diagnostics",
-    "Severity": "compiler.diagnostics",
-    "validate_documents": "compiler.validation",
+    "CompileError": "compiler.common.errors",
+    "InputError": "compiler.common.errors",
+    "PluginGraphError": "compiler.common.errors",
+    "TjcError": "compiler.common.errors",
+    "admit": "compiler.core.admission",
+    "CompileResult": "compiler.core.compile",
+    "PreparedRuntime": "compiler.core.compile",
+    "compile_trainjob": "compiler.core.compile",
+    "prepare_runtime": "compiler.core.compile",
+    "CompileOptions": "compiler.core.context",
+    "SSHKeyPair": "compiler.core.context",
+    "Diagnostic": "compiler.common.diagnostics",
+    "Location": "compiler.common.diagnostics",
+    "ObjectRef": "compiler.common.diagnostics",
+    "Severity": "compiler.common.diagnostics",
+    "validate_documents": "compiler.validate.documents",
 }
 
 __all__ = [

@@ -7,7 +7,7 @@ machine with Go has them. It writes:
 
 - `schemas/<kind>.json`: the v1alpha1/v1alpha2 openAPIV3Schema of each CRD with descriptions
   dropped (types, formats, enums, limits, required, defaults, list-map keys and CEL rules kept)
-  and the upstream version recorded under `x-tjc-source`. `compiler.schematree` compiles them
+  and the upstream version recorded under `x-tjc-source`. `compiler.kube.schematree` compiles them
   into the one tree per kind that pruning, defaulting, typing and validation walk;
 - `deploy/crds/<upstream file name>`: the TrainJob, TrainingRuntime and ClusterTrainingRuntime
   CRDs the controller's deployment installs: upstream's CRD with schema descriptions dropped

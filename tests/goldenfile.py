@@ -18,13 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from compiler import emit, sshkeys
-from compiler.builtin import builtin_runtimes
-from compiler.context import CompileOptions
-from compiler.diagnostics import Diagnostic
-from compiler.explain import Explainer, find_runtime
-from compiler.loader import Document, Source, parse_source
-from compiler.render import JobResult, render_stream
+from compiler.common.diagnostics import Diagnostic
+from compiler.core.context import CompileOptions
+from compiler.explain.explainer import Explainer, find_runtime
+from compiler.io import emit, sshkeys
+from compiler.io.builtin import builtin_runtimes
+from compiler.io.loader import Document, Source, parse_source
+from compiler.render.pipeline import JobResult, render_stream
 
 SECTION = re.compile(r"^-- (?P<name>\S+) --$", re.MULTILINE)
 ROOT = Path(__file__).resolve().parent.parent

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from compiler.data import Obj
+from compiler.common.jsondata import Obj
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "parity" / "oracle" / "build.sh"

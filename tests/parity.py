@@ -13,12 +13,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from compiler import sshkeys
-from compiler.context import CompileOptions
-from compiler.data import Obj
-from compiler.diagnostics import Diagnostic, Severity, refused
-from compiler.loader import Source
-from compiler.render import JobResult, render_stream
+from compiler.common.diagnostics import Diagnostic, Severity, refused
+from compiler.common.jsondata import Obj
+from compiler.core.context import CompileOptions
+from compiler.io import sshkeys
+from compiler.io.loader import Source
+from compiler.render.pipeline import JobResult, render_stream
 from tests.oracle import Oracle
 
 RUNS = 6

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from compiler.data import Obj
+from compiler.common.jsondata import Obj
 
 API = "trainer.kubeflow.org/v1alpha1"
 ANCESTOR = "trainer.kubeflow.org/trainjob-ancestor-step"

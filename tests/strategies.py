@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from compiler.builtin import builtin_runtimes
-from compiler.data import Obj
+from compiler.common.jsondata import Obj
+from compiler.io.builtin import builtin_runtimes
 
 ANCESTOR = "trainer.kubeflow.org/trainjob-ancestor-step"
 ENV_NAMES = ["A", "B", "JAX_NUM_PROCESSES", "JAX_PROCESS_ID", "LR", "STORAGE_URI"]

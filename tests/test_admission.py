@@ -9,9 +9,9 @@ from typing import Any
 
 import compiler
 from compiler import admit, compile_trainjob, validate_documents
-from compiler.builtin import builtin_runtimes
-from compiler.data import Obj
-from compiler.diagnostics import Severity
+from compiler.common.diagnostics import Severity
+from compiler.common.jsondata import Obj
+from compiler.io.builtin import builtin_runtimes
 
 TRAINJOB: Obj = {
     "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",

@@ -1,4 +1,4 @@
-"""The one-walk admission (`compiler.admitwalk`) against its three passes run one by one.
+"""The one-walk admission (`compiler.kube.admitwalk`) against its three passes run one by one.
 
 `admitwalk.admit` must give exactly what the structural pass, then CRD defaulting, then the
 schema check give separately (after the admission's de-duplication by rule and path): the same
@@ -17,12 +17,11 @@ from typing import Any
 
 import pytest
 
-from compiler import admitwalk, structural
-from compiler.builtin import builtin_runtimes
-from compiler.defaults import default_in_place
-from compiler.diagnostics import Diagnostic
-from compiler.loader import Source, parse_source
-from compiler.validate import schema
+from compiler.common.diagnostics import Diagnostic
+from compiler.io.builtin import builtin_runtimes
+from compiler.io.loader import Source, parse_source
+from compiler.kube import admitwalk, schema, structural
+from compiler.kube.defaults import default_in_place
 from tests import goldenfile
 
 Obj = dict[str, Any]

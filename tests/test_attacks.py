@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from compiler.cli.main import main
-from compiler.compile import compile_trainjob
-from compiler.loader import Source, parse_source
+from compiler.core.compile import compile_trainjob
+from compiler.io.loader import Source, parse_source
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = (ROOT / "examples" / "jax-mnist.yaml").read_text()
@@ -72,7 +72,7 @@ def test_metadata_that_is_a_scalar(tmp_path: Path, capsys: pytest.CaptureFixture
 def test_float_quantities_in_exponent_form() -> None:
     """Go's JSON form of the float (`1e-7`), parsed as a quantity; the CRD refuses the number
     (int-or-string) with an error, through the library API as through the CLI."""
-    from compiler.quantity import canonical
+    from compiler.kube.quantity import canonical
 
     assert (canonical(1.0e-7), canonical(1.5e-5), canonical(1e21)) == ("100e-9", "15u", "1e+21")
     doc = yaml.safe_load(EXAMPLE.replace('cpu: "2"', "cpu: 1.0e-7"))
@@ -95,7 +95,7 @@ def test_huge_quantity_exponents_are_errors(
     ("5Ei", "5Ei"), ("0Ei", "0"), ("71Ei", "9223372036854775807"), ("1E", "1E"),
     ("2e3", "2e3")])
 def test_exa_suffixes_are_no_exponent(text: str, want: str) -> None:
-    from compiler import quantity
+    from compiler.kube import quantity
 
     assert quantity.canonical_string(quantity.parse(text)) == want
 

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from compiler.builtin import builtin_runtimes
-from compiler.diagnostics import Diagnostic, Severity
-from compiler.loader import Document, Source
-from compiler.render import JobResult, render_stream
-from compiler.validation import validate_stream
+from compiler.common.diagnostics import Diagnostic, Severity
+from compiler.io.builtin import builtin_runtimes
+from compiler.io.loader import Document, Source
+from compiler.render.pipeline import JobResult, render_stream
+from compiler.validate.documents import validate_stream
 
 NAMES = ["deepspeed-distributed", "jax-distributed", "mlx-distributed", "torch-distributed",
          "torchtune-llama3.2-1b", "torchtune-llama3.2-3b", "torchtune-qwen2.5-1.5b",

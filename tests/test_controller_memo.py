@@ -11,14 +11,14 @@ from typing import Any
 import pytest
 import yaml
 
-from compiler.context import SSHKeyPair
 from compiler.controller import ownership, snapshot
 from compiler.controller import reconcile as rc
 from compiler.controller import status as st
 from compiler.controller.informer import Informer, jobset_fields
 from compiler.controller.kube import CLUSTER_RUNTIME, CONFIGMAP, JOBSET, TRAINJOB, Resource
 from compiler.controller.reconcile import Reconciler
-from compiler.plugins.base import controller_reference
+from compiler.core.context import SSHKeyPair
+from compiler.core.plugins.base import controller_reference
 from tests.test_controller_units import RUNTIMES, FakeKube, FakeStore, _trainjob
 
 Obj = dict[str, Any]
@@ -198,7 +198,8 @@ def test_the_jobset_store_keeps_identity_suspend_and_status_only() -> None:
 def test_a_jobset_the_store_has_not_seen_yet_is_asked_for_not_built_again(
         compiles: list[str]) -> None:
     kube, reconciler, _ = _setup()
-    reconciler.jobsets = FakeStore(kube, Resource("", "v1", "none", "None"))  # type: ignore[assignment]
+    reconciler.jobsets = FakeStore(kube, Resource("", "v1", "none",
+                                                  "None"))  # type: ignore[assignment]
     reconciler.reconcile(KEY)
     kube.gets.clear()
     reconciler.reconcile(KEY)

@@ -16,7 +16,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as hs
 
-from compiler.context import SSHKeyPair
+from compiler.common.jsondata import Obj
 from compiler.controller import limits, ownership, snapshot, sshsecret
 from compiler.controller import status as st
 from compiler.controller.informer import Informer
@@ -31,8 +31,8 @@ from compiler.controller.kube import (
     Resource,
 )
 from compiler.controller.reconcile import INVALID_REASON, ReconcileError, Reconciler, reason_of
-from compiler.data import Obj
-from compiler.plugins.base import controller_reference
+from compiler.core.context import SSHKeyPair
+from compiler.core.plugins.base import controller_reference
 from tests.test_controller_units import RUNTIMES, FakeKube, FakeStore, _trainjob
 
 NOW = 1_800_000_000.0
@@ -568,8 +568,8 @@ def test_a_change_of_the_status_alone_reconciles_nothing() -> None:
        as_node=hs.booleans())
 def test_hostfile_size_is_the_length_of_the_hostfile(nodes: int, replicas: int, slots: int,
                                                      name: str, as_node: bool) -> None:
-    from compiler.compile import compile_trainjob
-    from compiler.plugins import mpi
+    from compiler.core.compile import compile_trainjob
+    from compiler.core.plugins import mpi
 
     runtime = yaml.safe_load((RUNTIMES / "deepspeed-distributed.yaml").read_text())
     runtime["spec"]["mlPolicy"]["mpi"]["runLauncherAsNode"] = as_node

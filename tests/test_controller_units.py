@@ -12,14 +12,14 @@ from typing import Any
 import pytest
 import yaml
 
-from compiler.context import SSHKeyPair
+from compiler.common.jsondata import Obj
 from compiler.controller import snapshot
 from compiler.controller import status as st
 from compiler.controller.kube import CONFIGMAP, JOBSET, SECRET, TRAINJOB, ApiError, Resource
 from compiler.controller.reconcile import INVALID_REASON, Reconciler, _event_note
 from compiler.controller.workqueue import WorkQueue
-from compiler.data import Obj
-from compiler.plugins.base import controller_reference
+from compiler.core.context import SSHKeyPair
+from compiler.core.plugins.base import controller_reference
 
 RUNTIMES = Path(__file__).resolve().parent.parent / "runtimes"
 NOW = 1_800_000_000.0
@@ -276,7 +276,8 @@ def test_existing_ssh_secret_is_not_regenerated() -> None:
     _reconciler(kube).reconcile(("ns", "j"))
     assert "Secret" not in [o["kind"] for o in kube.applied]
     assert "JobSet" in [o["kind"] for o in kube.applied]
-    assert kube.get(SECRET, "ns", "j-mpi-ssh-auth")["data"] == {"kept": "yes"}  # type: ignore[index]
+    assert kube.get(SECRET, "ns",
+                    "j-mpi-ssh-auth")["data"] == {"kept": "yes"}  # type: ignore[index]
 
 
 def test_informer_lists_again_after_410_gone() -> None:

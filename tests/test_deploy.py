@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from compiler.cuelib import LIBRARY_ENV
+from compiler.policy.cuelib import LIBRARY_ENV
 
 ROOT = Path(__file__).resolve().parent.parent
 DEPLOY = ROOT / "deploy"
@@ -211,7 +211,7 @@ def test_deployment_security_context_is_restricted() -> None:
 
 def test_dockerfile_matches_the_deployment() -> None:
     """The image's user is the pod's, its default command is the controller's, and it points
-    compiler/cuelib.py at the CUE library by the variable cuelib reads."""
+    compiler/policy/cuelib.py at the CUE library by the variable cuelib reads."""
     text = (ROOT / "Dockerfile").read_text(encoding="utf-8")
     pod = one("Deployment")["spec"]["template"]["spec"]
     assert re.search(rf"^USER {pod['securityContext']['runAsUser']}:", text, re.M)

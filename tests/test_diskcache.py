@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from compiler import diskcache
-from compiler.validate import cel, celstore
+from compiler.common import diskcache
+from compiler.kube import cel, celstore
 
 BAD_NAME = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
             "metadata": {"name": "Bad_Name"}, "spec": {"runtimeRef": {"name": "torch"}}}
@@ -104,7 +104,7 @@ class _Env:
 
 def test_builtin_runtimes_from_the_cache_are_the_parsed_ones(
         cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from compiler import builtin
+    from compiler.io import builtin
 
     def fresh() -> list[tuple[object, ...]]:
         builtin.builtin_runtimes.cache_clear()

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from compiler.cli.main import main
-from compiler.diagnostics import Diagnostic
+from compiler.common.diagnostics import Diagnostic
 
 EXAMPLE = str(Path(__file__).resolve().parent.parent / "examples" / "jax-mnist.yaml")
 
@@ -68,9 +68,9 @@ def test_explain_validates_like_render_and_stays_linear(
     itself, handed them anyway, takes seconds, not the minutes a quadratic lookup took."""
     import time
 
-    from compiler.builtin import builtin_runtimes
-    from compiler.explain import Explainer, find_runtime
-    from compiler.loader import Source, parse_source
+    from compiler.explain.explainer import Explainer, find_runtime
+    from compiler.io.builtin import builtin_runtimes
+    from compiler.io.loader import Source, parse_source
 
     env = "".join(f"      - name: E{i}\n        value: v{i}\n" for i in range(20_000))
     text = Path(EXAMPLE).read_text().replace("    env:\n", "    env:\n" + env)

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 import pytest
 
 from compiler import compile_trainjob
-from compiler.builtin import builtin_runtimes
-from compiler.diagnostics import Diagnostic
-from compiler.loader import Source
-from compiler.validation import validate_stream
+from compiler.common.diagnostics import Diagnostic
+from compiler.io.builtin import builtin_runtimes
+from compiler.io.loader import Source
+from compiler.validate.documents import validate_stream
 
 JOB = """\
 apiVersion: trainer.kubeflow.org/v1alpha1

@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 
 from bench import corpus
-from compiler import emit
-from compiler.builtin import builtin_runtimes
 from compiler.cli import jobs
 from compiler.cli.main import main
-from compiler.loader import Document, Source, SourceFiles, iter_source
-from compiler.render import JobResult, render_stream
+from compiler.io import emit
+from compiler.io.builtin import builtin_runtimes
+from compiler.io.loader import Document, Source, SourceFiles, iter_source
+from compiler.render.pipeline import JobResult, render_stream
+from compiler.validate.documents import validate_stream
 from compiler.validate.locations import Context
 from compiler.validate.report import RENDERERS
-from compiler.validation import validate_stream
 from tests.goldenfile import GOLDEN_DIR, parse
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -128,8 +128,8 @@ def test_worker_count() -> None:
 
 def test_a_workers_input_or_setup_error_is_raised_in_the_parent() -> None:
     from compiler.cli.policy_opts import PolicySetupError
-    from compiler.diagnostics import error
-    from compiler.errors import InputError
+    from compiler.common.diagnostics import error
+    from compiler.common.errors import InputError
 
     problem = error("TJC-INPUT-UNREADABLE", "cannot read x.yaml: gone")
 

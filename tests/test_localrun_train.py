@@ -22,12 +22,12 @@ from pathlib import Path
 
 import pytest
 
-from compiler.builtin import builtin_runtimes
-from compiler.context import CompileOptions
-from compiler.loader import read_sources
+from compiler.core.context import CompileOptions
+from compiler.io.builtin import builtin_runtimes
+from compiler.io.loader import read_sources
+from compiler.io.sshkeys import generated
 from compiler.localrun import hosts, plan, runner
-from compiler.render import JobResult, render_stream
-from compiler.sshkeys import generated
+from compiler.render.pipeline import JobResult, render_stream
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = ROOT / "tests" / "data" / "localrun"

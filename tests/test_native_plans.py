@@ -16,8 +16,8 @@ import pytest
 
 from bench.corpus import corpus
 from compiler import compile_trainjob, prepare_runtime
-from compiler.builtin import builtin_runtimes
-from compiler.data import Obj
+from compiler.common.jsondata import Obj
+from compiler.io.builtin import builtin_runtimes
 from compiler.policy import native
 from compiler.policy.engine import PolicySet
 from compiler.policy.packs import BUILTIN_DIR, Loader, pack_files

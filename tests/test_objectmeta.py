@@ -1,4 +1,4 @@
-"""The API server's ObjectMeta rules (`compiler.validate.objectmeta`). Expected values are
+"""The API server's ObjectMeta rules (`compiler.kube.objectmeta`). Expected values are
 the good and bad values of k8s.io/apimachinery's own tests (v0.34.0:
 `pkg/util/validation/validation_test.go`, `pkg/api/validation/objectmeta_test.go`,
 `generic_test.go`) and the API server's wording of its errors."""
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from compiler.cli.main import main
-from compiler.validate import objectmeta as om
+from compiler.kube import objectmeta as om
 
 LABEL_GOOD = ["a", "ab", "abc", "a1", "a-1", "a--1--2--b", "0", "01", "012", "1a", "1-a",
               "1--a--b--2", "a" * 63]

@@ -21,8 +21,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from compiler import quantity
-from compiler.builtin import builtin_runtimes
+from compiler.io.builtin import builtin_runtimes
+from compiler.kube import quantity
 from tests import goldenfile
 from tests import parity_strategies as ps
 from tests.oracle import Oracle, build
@@ -121,7 +121,7 @@ def _spec(draw: st.DrawFn) -> dict[str, Any]:
 
 
 def test_strategic_merge_patch_matches_apimachinery(oracle: Oracle) -> None:
-    from compiler import smp
+    from compiler.kube import strategicmerge as smp
     found: list[str] = []
 
     @budget
@@ -157,7 +157,7 @@ def _api_json(text: str) -> Any:
 
 
 def test_plain_scalars_match_kubectl(oracle: Oracle) -> None:
-    from compiler.loader import Source, parse_source
+    from compiler.io.loader import Source, parse_source
     found: list[str] = []
 
     @budget

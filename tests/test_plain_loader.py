@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from bench.corpus import stream
-from compiler import loader
+from compiler.io import loader
 
 TEXTS = [
     "a: 1\nb: 1.5\nc: true\nd: null\ne: ~\nf: 2024-01-01\ng: !!binary aGk=\nh: '1'\ni: 0x1F\n",

@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from compiler import cuelib
-from compiler.builtin import builtin_runtimes
 from compiler.cli.main import main
-from compiler.loader import read_sources
+from compiler.io.builtin import builtin_runtimes
+from compiler.io.loader import read_sources
+from compiler.policy import cuelib
 from compiler.policy.packs import Loader, pack_files
 from compiler.policy.prune import prune
 from compiler.policy.views import policy_input
-from compiler.render import JobResult, render_stream
+from compiler.render.pipeline import JobResult, render_stream
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = ROOT / "policies" / "testdata"

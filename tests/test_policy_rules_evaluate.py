@@ -13,13 +13,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from compiler import compile_trainjob
-from compiler.builtin import builtin_runtimes
-from compiler.data import Obj
-from compiler.loader import Source, read_sources
+from compiler.common.jsondata import Obj
+from compiler.io.builtin import builtin_runtimes
+from compiler.io.loader import Source, read_sources
 from compiler.policy.check import PolicyChecker
 from compiler.policy.engine import PolicySet
 from compiler.policy.packs import Loader, pack_files
-from compiler.validation import validate_stream
+from compiler.validate.documents import validate_stream
 from tests import goldenfile
 from tests.strategies import framework_pair, job_and_runtime
 

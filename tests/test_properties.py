@@ -12,9 +12,10 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from compiler import compile_trainjob, emit
-from compiler.context import ANCESTOR_LABEL
-from compiler.data import Obj
+from compiler import compile_trainjob
+from compiler.common.jsondata import Obj
+from compiler.core.context import ANCESTOR_LABEL
+from compiler.io import emit
 from tests.strategies import framework_pair, job_and_runtime
 
 

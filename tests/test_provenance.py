@@ -1,4 +1,4 @@
-"""Provenance by recording (`compiler.provenance`): every leaf of every golden output has the
+"""Provenance by recording (`compiler.core.provenance`): every leaf of every golden output has the
 origin its writer recorded, and an origin that says it copied an input value points at that
 value in the input.
 
@@ -20,13 +20,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from compiler import compile_trainjob
-from compiler.builtin import builtin_runtimes
-from compiler.context import CompileOptions
-from compiler.data import Obj, get_path
-from compiler.diagnostics import Diagnostic, Path, format_path
-from compiler.explain import Explainer, find_runtime
-from compiler.loader import Document, Source, parse_source
-from compiler.provenance import Origin, Recorder, copied, made, root_of
+from compiler.common.diagnostics import Diagnostic, Path, format_path
+from compiler.common.jsondata import Obj, get_path
+from compiler.core.context import CompileOptions
+from compiler.core.provenance import Origin, Recorder, copied, made, root_of
+from compiler.explain.explainer import Explainer, find_runtime
+from compiler.io.builtin import builtin_runtimes
+from compiler.io.loader import Document, Source, parse_source
 from tests import goldenfile
 from tests.strategies import framework_pair, job_and_runtime
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from compiler.builtin import UPSTREAM_FILES, builtin_runtimes
 from compiler.cli.main import main
+from compiler.io.builtin import UPSTREAM_FILES, builtin_runtimes
 from schemas.upstream import TRAINER, module_dir
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from bench.corpus import _dump, corpus
-from compiler.inputs import _may_hold_runtime
-from compiler.loader import Source
+from compiler.io.inputs import _may_hold_runtime
+from compiler.io.loader import Source
 
 RUNTIME = "apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainingRuntime\nmetadata: {name: a}\n"
 

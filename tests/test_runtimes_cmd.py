@@ -14,9 +14,9 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from compiler.builtin import builtin_runtimes
 from compiler.cli import main as cli_main
 from compiler.cli import runtimes_cmd, validate_cmd
+from compiler.io.builtin import builtin_runtimes
 
 Run = Callable[[list[str]], tuple[int, str, str]]
 

@@ -2,7 +2,7 @@
 
 The SDK (PyPI `kubeflow`, `kubeflow.trainer.TrainerClient` with its Kubernetes backend) builds the
 TrainJobs; each one is compiled with `compile_trainjob` against the built-in runtime it names
-(`compiler.builtin.builtin_runtimes()`). Checked for a CustomTrainer with a Python function (on
+(`compiler.io.builtin.builtin_runtimes()`). Checked for a CustomTrainer with a Python function (on
 `torch-distributed` and `jax-distributed`), a CustomTrainerContainer (image, command and args
 through the SDK's options) and a BuiltinTrainer with a TorchTuneConfig (on
 `torchtune-llama3.2-1b`):
@@ -54,8 +54,8 @@ from kubeflow.trainer.options import Name, TrainerArgs, TrainerCommand
 from kubernetes import client as k8s_client
 
 from compiler import CompileResult, compile_trainjob
-from compiler.builtin import builtin_runtimes
-from compiler.data import Obj
+from compiler.common.jsondata import Obj
+from compiler.io.builtin import builtin_runtimes
 
 NAMESPACE = "team-a"
 FAKE_HOST = "http://127.0.0.1:9"  # never dialled: every request is answered in-process

@@ -8,16 +8,18 @@ from pathlib import Path
 
 import pytest
 
-from compiler import quantity, smp, upsert
-from compiler.defaults import apply_defaults
-from compiler.diagnostics import Severity
-from compiler.errors import CompileError, PluginGraphError
-from compiler.loader import Source, parse_source
-from compiler.loadlimits import MAX_NODES
-from compiler.plugins import REGISTRY
-from compiler.plugins._orders import ORDERS
-from compiler.plugins.base import PluginResult, PluginSpec
-from compiler.plugins.graph import _networkx_order, generate, plugin_order
+from compiler.common.diagnostics import Severity
+from compiler.common.errors import CompileError, PluginGraphError
+from compiler.core import upsert
+from compiler.core.plugins import REGISTRY
+from compiler.core.plugins._orders import ORDERS
+from compiler.core.plugins.base import PluginResult, PluginSpec
+from compiler.core.plugins.graph import _networkx_order, generate, plugin_order
+from compiler.io.loader import Source, parse_source
+from compiler.io.loadlimits import MAX_NODES
+from compiler.kube import quantity
+from compiler.kube import strategicmerge as smp
+from compiler.kube.defaults import apply_defaults
 
 
 @pytest.mark.parametrize(("given", "canonical"), [
@@ -124,7 +126,7 @@ def test_plugin_graph_orders_by_facts_then_registry() -> None:
 
 def test_generated_plugin_orders_are_networkx_orders() -> None:
     """`_orders.py` is what `make plugin-orders` writes today, and agrees with networkx."""
-    path = Path(__file__).resolve().parent.parent / "compiler" / "plugins" / "_orders.py"
+    path = Path(__file__).resolve().parent.parent / "compiler" / "core" / "plugins" / "_orders.py"
     assert path.read_text() == generate(), "run make plugin-orders"
     assert len(ORDERS) > 100
     full = tuple(p.name for p in REGISTRY)
@@ -171,7 +173,7 @@ def test_generated_ssh_keys_have_upstreams_format() -> None:
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import ec
 
-    from compiler import sshkeys
+    from compiler.io import sshkeys
 
     pair = sshkeys.generated()("default", "job")
     assert pair.private_pem.startswith(b"-----BEGIN EC PRIVATE KEY-----\n")
@@ -183,8 +185,8 @@ def test_generated_ssh_keys_have_upstreams_format() -> None:
 
 
 def test_ssh_key_file_must_be_p521() -> None:
-    from compiler import sshkeys
-    from compiler.errors import InputError
+    from compiler.common.errors import InputError
+    from compiler.io import sshkeys
 
     data = Path(__file__).resolve().parent / "data"
     source = sshkeys.from_file(str(data / "test-only-mpi-key.pem"))

@@ -1,4 +1,4 @@
-"""Tests of `compiler.validate.cel`: each CEL rule of the four CRDs failing and passing, the
+"""Tests of `compiler.kube.cel`: each CEL rule of the four CRDs failing and passing, the
 transition rules and their correlation (list-map items, atomic lists, additional properties),
 the Kubernetes details (generateName, ratcheting, set/map list equality, messageExpression,
 fieldPath, reason, optionalOldSelf, runtime errors, rules the runtime cannot compile) and the
@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 import yaml
 
-from compiler.defaults import default_in_place
-from compiler.diagnostics import Diagnostic, Severity
-from compiler.diagnostics import Path as FieldPath
-from compiler.structural import sanitize
-from compiler.validate import cel
+from compiler.common.diagnostics import Diagnostic, Severity
+from compiler.common.diagnostics import Path as FieldPath
+from compiler.kube import cel
+from compiler.kube.defaults import default_in_place
+from compiler.kube.structural import sanitize
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNTIME_KINDS = ("TrainingRuntime", "ClusterTrainingRuntime")

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from compiler.data import Obj, copy_json
-from compiler.diagnostics import Severity
+from compiler.common.diagnostics import Severity
+from compiler.common.jsondata import Obj, copy_json
 from compiler.validate.quirks import check
 from tests.test_validate_webhook import JOBS, POD, Edit, put, runtime, trainjob
 

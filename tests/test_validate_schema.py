@@ -1,4 +1,4 @@
-"""Schema layer of validation (`compiler.validate.schema`): one failing and one passing case per
+"""Schema layer of validation (`compiler.kube.schema`): one failing and one passing case per
 keyword on realistic TrainJobs and runtimes, the Kubernetes extensions, agreement with the
 structural pass, and the properties the project wants: every built-in runtime and every JobSet
 the golden cases compile validates against its CRD schema."""
@@ -11,16 +11,16 @@ from typing import Any
 
 import pytest
 
-from compiler import sshkeys
-from compiler.builtin import builtin_runtimes
-from compiler.context import CompileOptions
-from compiler.defaults import apply_defaults, default_in_place
-from compiler.diagnostics import Diagnostic, Severity
-from compiler.loader import Source, parse_source, read_source
-from compiler.render import JobResult, render_stream
-from compiler.structural import sanitize
-from compiler.validate import schema
-from compiler.validate.schema import CHECKED, IGNORED, SchemaValidator, validate
+from compiler.common.diagnostics import Diagnostic, Severity
+from compiler.core.context import CompileOptions
+from compiler.io import sshkeys
+from compiler.io.builtin import builtin_runtimes
+from compiler.io.loader import Source, parse_source, read_source
+from compiler.kube import schema
+from compiler.kube.defaults import apply_defaults, default_in_place
+from compiler.kube.schema import CHECKED, IGNORED, SchemaValidator, validate
+from compiler.kube.structural import sanitize
+from compiler.render.pipeline import JobResult, render_stream
 from tests import goldenfile
 
 ROOT = Path(__file__).resolve().parent.parent

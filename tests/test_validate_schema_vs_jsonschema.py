@@ -1,4 +1,4 @@
-"""A differential test of `compiler.validate.schema` against the `jsonschema` library.
+"""A differential test of `compiler.kube.schema` against the `jsonschema` library.
 
 The project validates with a validator of its own (compiled once per kind, with the Kubernetes
 extensions the library lacks, several times faster). On the keywords both implement, both must
@@ -16,11 +16,10 @@ from typing import Any
 import jsonschema
 import pytest
 
-from compiler import structural
-from compiler.data import Obj
-from compiler.defaults import default_in_place
-from compiler.loader import Source, parse_source
-from compiler.validate import schema
+from compiler.common.jsondata import Obj
+from compiler.io.loader import Source, parse_source
+from compiler.kube import schema, structural
+from compiler.kube.defaults import default_in_place
 from tests import goldenfile
 
 KEYWORDS = {"enum": "TJC-SCHEMA-ENUM", "maxLength": "TJC-SCHEMA-MAXLENGTH",

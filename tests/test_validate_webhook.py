@@ -1,4 +1,4 @@
-"""Upstream's webhook rules (`compiler.validate.webhook`): one failing and one passing case per
+"""Upstream's webhook rules (`compiler.core.webhook`): one failing and one passing case per
 rule, on the built-in runtimes (loaded, sanitized and defaulted as the API server holds them)
 and TrainJobs that use them. A passing case must produce no diagnostic at all."""
 
@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 import yaml
 
-from compiler import structural
-from compiler.data import Obj, copy_json
-from compiler.defaults import default_in_place
-from compiler.diagnostics import Diagnostic, Severity
-from compiler.validate.webhook import validate_runtime, validate_trainjob
+from compiler.common.diagnostics import Diagnostic, Severity
+from compiler.common.jsondata import Obj, copy_json
+from compiler.core.webhook import validate_runtime, validate_trainjob
+from compiler.kube import structural
+from compiler.kube.defaults import default_in_place
 
 Edit = Callable[[Obj], None]
 RUNTIMES = Path(__file__).resolve().parent.parent / "runtimes"

@@ -1,1 +1,2 @@
-"""The `tjc` command line: flag parsing and dispatch only; the work is in `compiler.render`."""
+"""The `tjc` command line: flag parsing and dispatch only; the work is in
+`compiler.render.pipeline`."""

@@ -11,13 +11,13 @@ import argparse
 import sys
 from typing import Any
 
-from compiler import diffing
-from compiler.builtin import builtin_runtimes
 from compiler.cli import diff_sources
-from compiler.diagnostics import Diagnostic, Severity, has_errors
-from compiler.errors import InputError
-from compiler.loader import Source
-from compiler.render import render_stream
+from compiler.common.diagnostics import Diagnostic, Severity, has_errors
+from compiler.common.errors import InputError
+from compiler.gitops import diffing
+from compiler.io.builtin import builtin_runtimes
+from compiler.io.loader import Source
+from compiler.render.pipeline import render_stream
 
 HELP = "render two versions of the inputs and show, per TrainJob, how its objects differ"
 EPILOG = """\

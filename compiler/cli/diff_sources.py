@@ -15,9 +15,9 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
-from compiler.diagnostics import Diagnostic, Severity
-from compiler.errors import InputError
-from compiler.loader import SUFFIXES, Source, read_sources
+from compiler.common.diagnostics import Diagnostic, Severity
+from compiler.common.errors import InputError
+from compiler.io.loader import SUFFIXES, Source, read_sources
 
 
 def _problem(message: str) -> InputError:

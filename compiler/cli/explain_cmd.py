@@ -7,9 +7,9 @@ import argparse
 import sys
 from typing import Any
 
-from compiler.builtin import builtin_runtimes
-from compiler.diagnostics import Diagnostic, Severity, one_line, refused
-from compiler.loader import Document, Source, parse_source, read_sources
+from compiler.common.diagnostics import Diagnostic, Severity, one_line, refused
+from compiler.io.builtin import builtin_runtimes
+from compiler.io.loader import Document, Source, parse_source, read_sources
 
 HELP = "explain which plugin or input set each field of a TrainJob's output"
 EPILOG = """\
@@ -47,8 +47,8 @@ def _documents(paths: list[str]) -> tuple[list[Source], list[Document], list[Dia
 def _refusals(trainjob: Document, sources: list[Source], builtin: list[Document]
               ) -> list[Diagnostic]:
     """What `tjc validate` says of the TrainJob (and its runtime), as render checks it."""
-    from compiler.inputs import runtime_table
-    from compiler.validation import Validator
+    from compiler.io.inputs import runtime_table
+    from compiler.validate.documents import Validator
 
     table, notes = runtime_table(sources, builtin)
     return [*notes, *Validator(table).check_trainjob(trainjob)[0]]
@@ -56,7 +56,7 @@ def _refusals(trainjob: Document, sources: list[Source], builtin: list[Document]
 
 def run(args: argparse.Namespace) -> int:
     """Explain the first TrainJob of the file, once it passes validation."""
-    from compiler.explain import Explainer, find_runtime
+    from compiler.explain.explainer import Explainer, find_runtime
 
     sources, docs, problems = _documents([args.trainjob, *args.runtime])
     for problem in problems:

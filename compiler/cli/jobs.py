@@ -21,9 +21,9 @@ from itertools import islice
 from typing import Any, Generic, TypeVar
 
 from compiler.cli.policy_opts import PolicySetupError
-from compiler.diagnostics import Diagnostic
-from compiler.errors import InputError, TjcError
-from compiler.loader import SourceFiles
+from compiler.common.diagnostics import Diagnostic
+from compiler.common.errors import InputError, TjcError
+from compiler.io.loader import SourceFiles
 
 MIN_BYTES = 1_000_000
 MAX_RUN = 32  # files per task

@@ -1,8 +1,9 @@
 """`tjc krm`: run as a KRM function (kustomize exec/container function, kpt).
 
-Reads a `ResourceList` on stdin and writes the transformed one on stdout (see `compiler.krm`);
-its `functionConfig` carries the render and policy options. Exit 1 when a result is an error
-(the KRM spec's failure), 2 when the input is not a ResourceList or the options are unusable.
+Reads a `ResourceList` on stdin and writes the transformed one on stdout (see
+`compiler.gitops.krm`); its `functionConfig` carries the render and policy options. Exit 1 when a
+result is an error (the KRM spec's failure), 2 when the input is not a ResourceList or the options
+are unusable.
 """
 
 from __future__ import annotations
@@ -13,12 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from compiler import emit, krm
-from compiler.builtin import builtin_runtimes
 from compiler.cli import policy_opts
-from compiler.context import CompileOptions
-from compiler.loader import read_source
-from compiler.passthrough import PassOptions
+from compiler.core.context import CompileOptions
+from compiler.gitops import krm
+from compiler.gitops.passthrough import PassOptions
+from compiler.io import emit
+from compiler.io.builtin import builtin_runtimes
+from compiler.io.loader import read_source
 
 if TYPE_CHECKING:
     from compiler.policy.check import PolicyChecker

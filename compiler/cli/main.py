@@ -80,8 +80,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> int:
     # Imported here, after `entry` has set the collector's thresholds (start-up).
     from compiler.cli.policy_opts import PolicySetupError
-    from compiler.diagnostics import one_line
-    from compiler.errors import InputError
+    from compiler.common.diagnostics import one_line
+    from compiler.common.errors import InputError
 
     try:
         code: int = args.func(args)

@@ -1,4 +1,4 @@
-"""`tjc render --passthrough`: the transformer mode on a stream (see `compiler.passthrough`).
+"""`tjc render --passthrough`: the transformer mode on a stream (see `compiler.gitops.passthrough`).
 
 For pipes (`kustomize build . | tjc render --passthrough -`) and as a Helm post-renderer:
 every input resource is printed in input order, each TrainJob replaced by its objects (with
@@ -11,13 +11,13 @@ import argparse
 import sys
 from typing import Any
 
-from compiler import emit
-from compiler.builtin import builtin_runtimes
 from compiler.cli import policy_opts
-from compiler.context import CompileOptions, SSHKeySource
-from compiler.diagnostics import Diagnostic, Severity, has_errors
-from compiler.loader import read_sources
-from compiler.passthrough import PassOptions, transform
+from compiler.common.diagnostics import Diagnostic, Severity, has_errors
+from compiler.core.context import CompileOptions, SSHKeySource
+from compiler.gitops.passthrough import PassOptions, transform
+from compiler.io import emit
+from compiler.io.builtin import builtin_runtimes
+from compiler.io.loader import read_sources
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

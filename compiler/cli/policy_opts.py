@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from compiler.diagnostics import Diagnostic, Location, Severity
-from compiler.errors import TjcError
+from compiler.common.diagnostics import Diagnostic, Location, Severity
+from compiler.common.errors import TjcError
 
 if TYPE_CHECKING:
     from compiler.policy.check import PolicyChecker
@@ -59,7 +59,7 @@ def setup_problem(message: str, file: str = "") -> PolicySetupError:
 
 def load_values(path: str) -> dict[str, Any]:
     """Pack settings from a YAML/JSON or CUE file."""
-    from compiler import cuelib
+    from compiler.policy import cuelib
 
     file = Path(path)
     try:
@@ -92,7 +92,7 @@ def load_values(path: str) -> dict[str, Any]:
 def load_packs(files: Sequence[Path], settings: dict[str, Any] | None = None) -> list[Pack]:
     """The packs; PolicySetupError (never a traceback) when the engine is missing or a pack
     does not load."""
-    from compiler import cuelib
+    from compiler.policy import cuelib
     from compiler.policy.packs import Loader, PolicyLoadError
 
     try:
@@ -106,7 +106,7 @@ def load_packs(files: Sequence[Path], settings: dict[str, Any] | None = None) ->
 def require_engine(load: bool) -> None:
     """PolicySetupError when the CUE evaluator is missing; `load=False` only checks that it
     is installed (the built-in packs' compiled plans may decide every input of the run)."""
-    from compiler import cuelib
+    from compiler.policy import cuelib
 
     try:
         cuelib.load() if load else cuelib.present()

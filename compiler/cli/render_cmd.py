@@ -10,16 +10,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from compiler import emit
-from compiler.builtin import builtin_runtimes
 from compiler.cli import jobs, outdir, passthrough_cmd, policy_opts
-from compiler.context import CompileOptions, SSHKeySource
-from compiler.diagnostics import Diagnostic, Location, Severity, error, has_errors
-from compiler.errors import InputError
-from compiler.inputs import runtime_files, runtime_table
-from compiler.loader import Document, SourceFiles
-from compiler.render import JobResult, render_source
-from compiler.validation import Validator
+from compiler.common.diagnostics import Diagnostic, Location, Severity, error, has_errors
+from compiler.common.errors import InputError
+from compiler.core.context import CompileOptions, SSHKeySource
+from compiler.io import emit
+from compiler.io.builtin import builtin_runtimes
+from compiler.io.inputs import runtime_files, runtime_table
+from compiler.io.loader import Document, SourceFiles
+from compiler.render.pipeline import JobResult, render_source
+from compiler.validate.documents import Validator
 
 HELP = "render TrainJobs into the JobSet (and side objects) Kubeflow Trainer creates"
 EPILOG = """\
@@ -225,7 +225,7 @@ JSON_TAIL = '\n  ],\n  "kind": "List"\n}\n'
 def _ssh_keys(choice: str | None) -> SSHKeySource | None:
     if choice is None:
         return None
-    from compiler import sshkeys  # only now: key handling needs the cryptography package
+    from compiler.io import sshkeys  # only now: key handling needs the cryptography package
 
     return sshkeys.generated() if choice == "generate" else sshkeys.from_file(choice)
 

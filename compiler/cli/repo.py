@@ -12,9 +12,9 @@ import os
 import subprocess
 from pathlib import Path
 
-from compiler.errors import InputError
-from compiler.loader import SUFFIXES, Document, Source, parse_source, read_source
-from compiler.resolve import RUNTIME_KINDS
+from compiler.common.errors import InputError
+from compiler.core.resolve import RUNTIME_KINDS
+from compiler.io.loader import SUFFIXES, Document, Source, parse_source, read_source
 
 
 def root(start: Path | None = None) -> Path | None:

@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from compiler.diagnostics import Diagnostic, Severity
+from compiler.common.diagnostics import Diagnostic, Severity
 from compiler.validate import github, report, sarif
 from compiler.validate.locations import BUILTIN_PREFIX, Context
 

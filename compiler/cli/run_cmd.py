@@ -15,11 +15,11 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from compiler.builtin import builtin_runtimes
-from compiler.context import CompileOptions
-from compiler.diagnostics import Diagnostic, Severity, has_errors
-from compiler.loader import read_sources
-from compiler.render import JobResult, render_stream
+from compiler.common.diagnostics import Diagnostic, Severity, has_errors
+from compiler.core.context import CompileOptions
+from compiler.io.builtin import builtin_runtimes
+from compiler.io.loader import read_sources
+from compiler.render.pipeline import JobResult, render_stream
 
 if TYPE_CHECKING:
     from compiler.localrun import plan, runner
@@ -115,7 +115,7 @@ def _run_stoppable(built: plan.Plan, workdir: Path, timeout: float | None) -> ru
 
 def _compile(args: argparse.Namespace) -> JobResult | int:
     """The one TrainJob's compiled objects, or the exit code when there are none."""
-    from compiler import sshkeys  # MPI jobs need their SSH Secret to run
+    from compiler.io import sshkeys  # MPI jobs need their SSH Secret to run
 
     mine = read_sources([args.trainjob])
     sources = [*mine, *read_sources(args.runtime)]

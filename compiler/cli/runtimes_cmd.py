@@ -14,15 +14,15 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from compiler import emit
-from compiler.builtin import builtin_runtimes
-from compiler.data import Obj
-from compiler.defaults import apply_defaults
-from compiler.diagnostics import Diagnostic, Severity, has_errors
-from compiler.inputs import kind_of, runtime_table
-from compiler.loader import Document, Source, parse_source, read_sources
-from compiler.plugins import REGISTRY
-from compiler.resolve import runtime_key
+from compiler.common.diagnostics import Diagnostic, Severity, has_errors
+from compiler.common.jsondata import Obj
+from compiler.core.plugins import REGISTRY
+from compiler.core.resolve import runtime_key
+from compiler.io import emit
+from compiler.io.builtin import builtin_runtimes
+from compiler.io.inputs import kind_of, runtime_table
+from compiler.io.loader import Document, Source, parse_source, read_sources
+from compiler.kube.defaults import apply_defaults
 
 FRAMEWORK_LABEL = "trainer.kubeflow.org/framework"
 SUPPORT_LABEL = "trainer.kubeflow.org/support"

@@ -10,12 +10,12 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from compiler.builtin import builtin_runtimes, builtin_uris
 from compiler.cli import jobs, policy_opts
-from compiler.diagnostics import Diagnostic, Severity
-from compiler.inputs import runtime_files, runtime_table
-from compiler.loader import Document, SourceFiles, parse_source, read_sources
-from compiler.resolve import RUNTIME_KINDS
+from compiler.common.diagnostics import Diagnostic, Severity
+from compiler.core.resolve import RUNTIME_KINDS
+from compiler.io.builtin import builtin_runtimes, builtin_uris
+from compiler.io.inputs import runtime_files, runtime_table
+from compiler.io.loader import Document, SourceFiles, parse_source, read_sources
 from compiler.validate.locations import Context
 
 if TYPE_CHECKING:
@@ -108,7 +108,7 @@ class Pipeline:
 
     def __init__(self, args: argparse.Namespace, sources: SourceFiles,
                  runtime_files: SourceFiles | None = None) -> None:
-        from compiler.validation import Validator, previous_versions
+        from compiler.validate.documents import Validator, previous_versions
 
         self.args, self.sources = args, sources
         builtin = [] if args.no_builtin_runtimes else list(builtin_runtimes())
@@ -129,7 +129,7 @@ class Pipeline:
 
     def task(self, indices: list[int]) -> tuple[list[Diagnostic], list[Diagnostic]]:
         """The diagnostics of these files in order, and the policy errors first met there."""
-        from compiler.validation import validate_source
+        from compiler.validate.documents import validate_source
 
         found = [d for i in indices for d in validate_source(self.validator, self.sources[i])]
         new = self.checker.policies.errors[self.reported:] if self.checker else []

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from compiler.admission import admit_runtime, check_object
-from compiler.compile import CompileResult
-from compiler.data import Obj
-from compiler.diagnostics import Diagnostic, Severity
+from compiler.common.diagnostics import Diagnostic, Severity
+from compiler.common.jsondata import Obj
+from compiler.core.admission import admit_runtime, check_object
+from compiler.core.compile import CompileResult
 
 if TYPE_CHECKING:
     from compiler.policy.engine import PolicySet

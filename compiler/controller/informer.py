@@ -22,8 +22,8 @@ import logging
 import threading
 from collections.abc import Callable, Iterator
 
+from compiler.common.jsondata import Obj
 from compiler.controller.kube import Gone, Kube, Resource
-from compiler.data import Obj
 
 Key = tuple[str, str]
 Handler = Callable[[str, Obj], None]

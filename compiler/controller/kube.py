@@ -21,7 +21,7 @@ from urllib.parse import quote
 
 import yaml
 
-from compiler.data import Obj
+from compiler.common.jsondata import Obj
 
 FIELD_MANAGER = "trainer"
 

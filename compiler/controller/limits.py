@@ -6,7 +6,7 @@ controller fail on every try. The pods of one TrainJob together are capped at 15
 largest cluster Kubernetes is tested for ("Considerations for large clusters": at most 150,000
 pods in total). Only integers are multiplied: no check allocates in proportion to a count.
 (The MPI hostfile, the one object whose size grows with the node count, is sized before it is
-built by the compiler itself, `compiler/plugins/mpi.py`.) Called by `reconcile` before
+built by the compiler itself, `compiler/core/plugins/mpi.py`.) Called by `reconcile` before
 anything is written; pure.
 """
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from compiler.data import Obj
+from compiler.common.jsondata import Obj
 
 REASON = "TrainJobUnschedulable"
 MAX_INDEXED_PARALLELISM = 100_000

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from compiler.common.jsondata import Obj
 from compiler.controller.informer import Informer, jobset_fields, key_of
 from compiler.controller.kube import (
     CONFIGMAP,
@@ -42,7 +43,6 @@ from compiler.controller.metrics import Metrics, serve
 from compiler.controller.ownership import OWNED_LABEL
 from compiler.controller.reconcile import Reconciler, reason_of
 from compiler.controller.workqueue import WorkQueue
-from compiler.data import Obj
 
 if TYPE_CHECKING:
     from compiler.policy.engine import PolicySet
@@ -91,7 +91,7 @@ class Controller:
     """The running controller."""
 
     def __init__(self, kube: Kube, options: Options) -> None:
-        from compiler import sshkeys
+        from compiler.io import sshkeys
 
         self.kube, self.options = kube, options
         self.queue = WorkQueue()

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from compiler.common.jsondata import Obj
 from compiler.controller import ownership
 from compiler.controller.kube import ApiError, Kube, resource_of
-from compiler.data import Obj
 
 
 class Store(Protocol):

@@ -18,9 +18,9 @@ build, only whether an object may be used or written.
 
 from __future__ import annotations
 
+from compiler.common.jsondata import Obj
 from compiler.controller import status as st
 from compiler.controller.kube import TRAINJOB, Kube, resource_of
-from compiler.data import Obj
 
 TRAINER_GROUP = "trainer.kubeflow.org/"
 # Label on the ConfigMaps and Secrets the controller makes: its informers watch only these.

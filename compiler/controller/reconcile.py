@@ -23,8 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from compiler.compile import compile_trainjob, prepare_runtime
-from compiler.context import CompileOptions, SSHKeySource
+from compiler.common.jsondata import Obj
 from compiler.controller import admission, limits, memo, objects, ownership, snapshot, sshsecret
 from compiler.controller import status as st
 from compiler.controller.informer import Informer
@@ -34,10 +33,11 @@ from compiler.controller.kube import (
     ApiError,
     Kube,
 )
-from compiler.data import Obj
+from compiler.core.compile import compile_trainjob, prepare_runtime
+from compiler.core.context import CompileOptions, SSHKeySource
 
 if TYPE_CHECKING:
-    from compiler.diagnostics import Diagnostic
+    from compiler.common.diagnostics import Diagnostic
     from compiler.policy.engine import PolicySet
 
 LOG = logging.getLogger("tjc.controller")

@@ -23,11 +23,11 @@ from typing import Any
 
 import yaml
 
+from compiler.common.jsondata import Obj
 from compiler.controller import ownership
 from compiler.controller import status as st
 from compiler.controller.kube import CLUSTER_RUNTIME, CONFIGMAP, TRAINING_RUNTIME, Kube
-from compiler.data import Obj
-from compiler.plugins.base import controller_reference
+from compiler.core.plugins.base import controller_reference
 
 RECORD = "RuntimeSnapshot"
 ALTERED = "RuntimeSnapshotAltered"

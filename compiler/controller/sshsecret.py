@@ -10,10 +10,10 @@ compile (whether to make a key) and after the write (to record the uid).
 
 from __future__ import annotations
 
+from compiler.common.jsondata import Obj
 from compiler.controller import ownership
 from compiler.controller import status as st
 from compiler.controller.kube import SECRET, Kube
-from compiler.data import Obj
 
 RECORD = "MPISSHSecret"
 REPLACED = "SSHSecretReplaced"

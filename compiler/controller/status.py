@@ -12,7 +12,7 @@ import copy
 from datetime import UTC, datetime
 from typing import Any
 
-from compiler.data import Obj
+from compiler.common.jsondata import Obj
 
 DEADLINE_REASON = "DeadlineExceeded"
 

@@ -15,7 +15,7 @@ import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from compiler.data import Obj
+from compiler.common.jsondata import Obj
 from compiler.localrun.kubelet import PodIdentity
 
 LOOPBACK = "127.0.0.1"

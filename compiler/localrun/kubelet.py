@@ -15,8 +15,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from compiler import quantity
-from compiler.data import Obj
+from compiler.common.jsondata import Obj
+from compiler.kube import quantity
 
 _REF = re.compile(r"\$\$|\$\(([-._a-zA-Z][-._a-zA-Z0-9]*)\)")
 _KEYED = re.compile(r"^metadata\.(labels|annotations)\['([^']*)'\]$")

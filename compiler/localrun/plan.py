@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from compiler.data import Obj
+from compiler.common.jsondata import Obj
 from compiler.localrun import hosts, kubelet, shims
 from compiler.localrun.kubelet import PodIdentity, PodView
 

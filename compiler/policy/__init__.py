@@ -2,5 +2,5 @@
 
 `packs` loads pack files against the contract (`contract.cue`), `views` and `prune` build what a
 rule sees, `engine` evaluates and memoizes, `check` locates violations in the inputs, and
-`testcases` runs a pack folder's own cases. The CUE evaluator itself is `compiler.cuelib`.
+`testcases` runs a pack folder's own cases. The CUE evaluator itself is `compiler.policy.cuelib`.
 """

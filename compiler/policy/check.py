@@ -3,7 +3,7 @@
 A violation in a runtime or TrainJob points at its own field. A violation in a compiled JobSet
 points at the input that wrote that field: when the field holds what the runtime's template
 holds, at the runtime (reported once per run, with the runtime as the object, however many
-TrainJobs use it); otherwise at the input value its writer recorded (`compiler.provenance`, as
+TrainJobs use it); otherwise at the input value its writer recorded (`compiler.core.provenance`, as
 `tjc explain` shows it), or at the TrainJob's spec for a value a plugin made. Finding
 (`jobset_findings`) and locating are separate steps, so the finding can run apart from the
 locating.
@@ -15,15 +15,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from compiler.compile import PreparedRuntime
-from compiler.data import Obj, get_path
-from compiler.diagnostics import Diagnostic, Location, ObjectRef
-from compiler.loader import Document
+from compiler.common.diagnostics import Diagnostic, Location, ObjectRef
+from compiler.common.jsondata import Obj, get_path
+from compiler.core.compile import PreparedRuntime
+from compiler.core.resolve import object_ref
+from compiler.io.loader import Document
 from compiler.policy.engine import PolicySet, Violation
-from compiler.resolve import object_ref
 
 if TYPE_CHECKING:
-    from compiler.explain import Explainer
+    from compiler.explain.explainer import Explainer
 
 Path = tuple[str | int, ...]
 
@@ -77,7 +77,7 @@ class PolicyChecker:
                 out.append(self._in_runtime(runtime, f.violation))
                 continue
             if explainer is None:
-                from compiler.explain import Explainer  # only a traced finding needs it
+                from compiler.explain.explainer import Explainer  # only a traced finding needs it
 
                 explainer = Explainer(tj, runtime, prepared)
             jobset = next((o for o in explainer.result.objects if o.get("kind") == "JobSet"), {})

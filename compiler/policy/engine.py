@@ -16,9 +16,9 @@ import datetime
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
-from compiler import cuelib
-from compiler.data import Obj
-from compiler.diagnostics import Diagnostic, Location, Severity, Suppression
+from compiler.common.diagnostics import Diagnostic, Location, Severity, Suppression
+from compiler.common.jsondata import Obj
+from compiler.policy import cuelib
 from compiler.policy import exemptions as ex
 from compiler.policy.native import Fallback
 from compiler.policy.packs import Pack, Rule

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from compiler.data import Obj
+from compiler.common.jsondata import Obj
 
 Found = list[tuple[list[Any], str | None]]  # (path, message or None for the rule's message)
 Plan = Callable[[Obj, Obj], Found]

@@ -14,9 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from compiler import cuelib
-from compiler.diagnostics import Diagnostic, Location, Severity
-from compiler.policy import cache, native
+from compiler.common.diagnostics import Diagnostic, Location, Severity
+from compiler.policy import cache, cuelib, native
 from compiler.policy.native import Plan
 from compiler.policy.prune import Node, trie
 

@@ -1,6 +1,6 @@
 """Keep only the parts of a policy input that a pack can read.
 
-A pack's read set (`compiler.cuelib.input_reads`, a static over-approximation) lists the
+A pack's read set (`compiler.policy.cuelib.input_reads`, a static over-approximation) lists the
 subtrees of `input` its rules can reach. Everything else is dropped before evaluation: it cannot
 change the result, and equal remainders share one evaluation. Lists keep their length (an
 element nobody reads becomes null), so indexes in result paths stay right.

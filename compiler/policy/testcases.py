@@ -22,14 +22,14 @@ from typing import Any
 
 import yaml
 
-from compiler.builtin import builtin_runtimes
-from compiler.diagnostics import Diagnostic
-from compiler.loader import read_sources
+from compiler.common.diagnostics import Diagnostic
+from compiler.io.builtin import builtin_runtimes
+from compiler.io.loader import read_sources
 from compiler.policy.check import PolicyChecker
 from compiler.policy.engine import PolicySet
 from compiler.policy.exemptions import split
 from compiler.policy.packs import Loader, Pack, PolicyLoadError
-from compiler.validation import validate_stream
+from compiler.validate.documents import validate_stream
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,9 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from compiler.context import ANCESTOR_LABEL
-from compiler.data import Obj, get_path
-from compiler.quantity import QuantityError, canonical_string, parse
+from compiler.common.jsondata import Obj, get_path
+from compiler.core.context import ANCESTOR_LABEL
+from compiler.kube.quantity import QuantityError, canonical_string, parse
 
 Path = tuple[str | int, ...]
 

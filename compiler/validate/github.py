@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from compiler.diagnostics import Diagnostic, Severity
+from compiler.common.diagnostics import Diagnostic, Severity
 from compiler.validate.locations import BUILTIN_PREFIX, Context
 
 COMMANDS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.NOTICE: "notice"}

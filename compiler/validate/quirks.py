@@ -2,10 +2,10 @@
 but does not do what the user would expect.
 
 `check(trainjob, runtime)` takes a TrainJob and the runtime it references, both after
-`compiler.structural.sanitize` and `compiler.defaults.default_in_place`, and returns warnings,
-each with a stable `TJC-QUIRK-*` id, a message saying what upstream does and what to do, and a
-path into the TrainJob (subject `trainjob`) or the runtime (subject `runtime`). Called by
-`compiler.validation` after the webhook rules. Pure: no errors (the compile emulates every
+`compiler.kube.structural.sanitize` and `compiler.kube.defaults.default_in_place`, and returns
+warnings, each with a stable `TJC-QUIRK-*` id, a message saying what upstream does and what to do,
+and a path into the TrainJob (subject `trainjob`) or the runtime (subject `runtime`). Called by
+`compiler.validate.documents` after the webhook rules. Pure: no errors (the compile emulates every
 quirk), never mutates its arguments, reads nothing.
 
 The rules here concern every framework; they learn what a framework injects and what counting
@@ -19,13 +19,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from compiler.context import ANCESTOR_LABEL, NODE, TRAINER
-from compiler.data import Obj, get_path
-from compiler.diagnostics import Diagnostic, Path, Severity
-from compiler.plugins import REGISTRY
-from compiler.plugins.base import TRAINER_PORT, PluginSpec
-from compiler.plugins.checks import names_text
-from compiler.resources import gpu_count
+from compiler.common.diagnostics import Diagnostic, Path, Severity
+from compiler.common.jsondata import Obj, get_path
+from compiler.core.context import ANCESTOR_LABEL, NODE, TRAINER
+from compiler.core.plugins import REGISTRY
+from compiler.core.plugins.base import TRAINER_PORT, PluginSpec
+from compiler.core.plugins.checks import names_text
+from compiler.core.resources import gpu_count
 
 RUNTIME_JOBS: Path = ("spec", "template", "spec", "replicatedJobs")
 POD_SPEC: Path = ("template", "spec", "template", "spec")

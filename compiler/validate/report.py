@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from compiler.diagnostics import Diagnostic, Severity
+from compiler.common.diagnostics import Diagnostic, Severity
 from compiler.validate import github, sarif
 from compiler.validate.locations import Context
 

@@ -11,7 +11,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from compiler.diagnostics import Diagnostic, Severity
+from compiler.common.diagnostics import Diagnostic, Severity
 from compiler.validate.locations import SRCROOT, Context, RuleInfo, describe
 from compiler.version import __version__
 

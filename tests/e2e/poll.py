@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from compiler.data import Obj
+from compiler.common.jsondata import Obj
 
 
 def eventually(check: Callable[[], Any], timeout: float = 30.0, what: str = "",

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
+from compiler.common.jsondata import Obj
 from compiler.controller.kube import (
     CLUSTER_RUNTIME,
     CONFIGMAP,
@@ -23,7 +24,6 @@ from compiler.controller.kube import (
     Resource,
 )
 from compiler.controller.manager import Controller, Options
-from compiler.data import Obj
 from tests.e2e import cluster as cl
 from tests.e2e.poll import condition, eventually
 
@@ -214,7 +214,8 @@ def test_kubeflow_sdk_trains_on_jax_and_torch(e2e_cluster: cl.Cluster, kube: Kub
                             trainer=CustomTrainer(func=train_function, num_nodes=2))
         created = kube.get(TRAINJOB, namespace, name)
         assert created is not None
-        jobset = eventually(lambda name=name: kube.get(JOBSET, namespace, name))  # type: ignore[misc]
+        jobset = eventually(lambda name=name: kube.get(JOBSET, namespace,
+                                                       name))  # type: ignore[misc]
         owner = jobset["metadata"]["ownerReferences"][0]
         assert (owner["kind"], owner["uid"]) == ("TrainJob", created["metadata"]["uid"])
         node = jobset["spec"]["replicatedJobs"][-1]["template"]["spec"]["template"]["spec"][

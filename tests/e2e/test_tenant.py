@@ -20,11 +20,11 @@ from typing import Any
 import pytest
 import yaml
 
+from compiler.common.jsondata import Obj
 from compiler.controller import ownership, snapshot, sshsecret
 from compiler.controller.kube import CONFIGMAP, JOBSET, SECRET, TRAINJOB, ApiError, Kube, Resource
 from compiler.controller.manager import EVENTS, Controller, Options
-from compiler.data import Obj
-from compiler.plugins.base import controller_reference
+from compiler.core.plugins.base import controller_reference
 from tests.e2e import cluster as cl
 from tests.e2e.poll import condition, eventually
 

@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 from hypothesis import strategies as st
 
-from compiler.data import Obj
+from compiler.common.jsondata import Obj
 from tests.fuzz.harness import Case
 from tests.goldenfile import cases, parse
 

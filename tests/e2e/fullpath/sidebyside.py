@@ -30,10 +30,10 @@ from typing import Any
 import yaml
 from kubernetes.client.exceptions import ApiException
 
-from compiler import quantity
-from compiler.builtin import builtin_runtimes
+from compiler.common.jsondata import Obj
 from compiler.controller import ownership, snapshot, sshsecret
-from compiler.data import Obj
+from compiler.io.builtin import builtin_runtimes
+from compiler.kube import quantity
 from tests import goldenfile
 from tests.e2e import cluster as cl
 

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 import yaml
 
+from compiler.common.jsondata import Obj
 from compiler.controller.kube import JOBSET, TRAINJOB, Resource
-from compiler.data import Obj
 from tests.e2e import cluster as cl
 from tests.e2e import poll
 from tests.e2e.fullpath.conftest import NAMESPACE, RUNTIMES, FullCluster, start_tjc
@@ -178,7 +178,8 @@ def test_suspend_then_resume_with_real_jobs(full_cluster: FullCluster, ns: str) 
     fc.kube.update(TRAINJOB, ns, job)
     eventually(lambda: pods_of(fc, ns, "sus"), what="pods after resume")
     assert_complete_as_upstream(fc, ns, "sus")
-    resumed = [c for c in fc.kube.get(TRAINJOB, ns, "sus")["status"]["conditions"]  # type: ignore[index]
+    resumed = [c for c in fc.kube.get(TRAINJOB, ns,
+                                      "sus")["status"]["conditions"]  # type: ignore[index]
                if c["type"] == "Suspended"]
     assert (resumed[0]["status"], resumed[0]["reason"]) == ("False", "Resumed")
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from compiler.common.jsondata import Obj
 from compiler.controller.kube import Kube
-from compiler.data import Obj
 from tests.e2e import cluster as cl
 from tests.e2e import controlplane as cp
 from tests.e2e.conftest import _unavailable

@@ -1,0 +1,80 @@
+"""Blobs kept between runs under the user's cache folder, checked before they are used.
+
+Start-up work whose result is a pure function of the package (the built-in runtimes parsed,
+the CRDs' CEL rules compiled) is stored as bytes under `$XDG_CACHE_HOME` (or `~/.cache`)
+`/trainjob-compiler/<version>/<area>/<name>`, `<name>` being a digest of everything the
+result depends on, chosen by the caller. Each file starts with the sha256 of the rest: a
+truncated, corrupt or mixed-up file reads as absent, and the caller then does the work again,
+so the output never depends on the cache. `TJC_CACHE_DIR` moves the folder (`off` turns the
+cache off); a folder that cannot be read or written is ignored. The folder is trusted as much
+as the user's home is (whoever can write it can write the user's Python files too); nothing
+here is executed, every entry is data the caller checks for shape.
+
+Called by `compiler.io.builtin` and `compiler.kube.cel`; holds no knowledge of either.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+from pathlib import Path
+
+from compiler.version import __version__
+
+CACHE_ENV = "TJC_CACHE_DIR"
+_DIGEST = 32
+
+
+def folder(area: str) -> Path | None:
+    """The folder of one area of the cache (None: the cache is off)."""
+    configured = os.environ.get(CACHE_ENV)
+    if configured == "off":
+        return None
+    if configured:
+        return Path(configured) / area
+    base = os.environ.get("XDG_CACHE_HOME")
+    if not base:
+        try:
+            base = str(Path.home() / ".cache")
+        except RuntimeError:  # no home folder to be found: no cache
+            return None
+    return Path(base) / "trainjob-compiler" / __version__ / area
+
+
+def key(*parts: bytes | str) -> str:
+    """A file name for an entry that depends on `parts` (and on the version)."""
+    digest = hashlib.sha256()
+    for part in (__version__, *parts):
+        raw = part.encode() if isinstance(part, str) else part
+        digest.update(hashlib.sha256(raw).digest())
+    return digest.hexdigest()
+
+
+def read(area: str, name: str) -> bytes | None:
+    """A stored entry whose checksum matches, or None."""
+    where = folder(area)
+    if where is None:
+        return None
+    try:
+        raw = (where / name).read_bytes()
+    except OSError:
+        return None
+    payload = raw[_DIGEST:]
+    return payload if hashlib.sha256(payload).digest() == raw[:_DIGEST] else None
+
+
+def write(area: str, name: str, payload: bytes) -> None:
+    """Store an entry atomically (another process sees the old file or the new one); silently
+    nothing when the folder cannot be written."""
+    where = folder(area)
+    if where is None:
+        return
+    temp = where / f".{name}.{os.getpid()}.tmp"
+    try:
+        where.mkdir(parents=True, exist_ok=True)
+        temp.write_bytes(hashlib.sha256(payload).digest() + payload)
+        os.replace(temp, where / name)
+    except OSError:
+        with contextlib.suppress(OSError):
+            temp.unlink(missing_ok=True)

@@ -1,0 +1,122 @@
+"""Admission: what the API server would refuse a TrainJob or runtime for, as data.
+
+`admit(trainjob, runtime, old=None)` runs, on plain dicts, every check the cluster makes before
+it stores an object: the structural pass and CRD defaulting, the JSON Schema of the CRD (with
+the ObjectMeta name rules the CRDs carry as CEL), the CRDs' CEL rules (transition rules against
+`old`, the previous version on an update), and upstream's validating webhooks, which see the
+runtime the TrainJob references. The runtime is admitted too: a runtime the cluster would not
+hold makes the TrainJob fail. `compile_trainjob` calls it first; the validate application and
+the controller use the same pieces. Pure: no I/O, never raises for bad input.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from compiler.common.diagnostics import Diagnostic, Severity, error, refused
+from compiler.common.jsondata import Obj, copy_json
+from compiler.core import webhook
+from compiler.core.resolve import RUNTIME_KINDS
+from compiler.kube import admitwalk, cel, objectmeta, structural
+from compiler.kube.defaults import default_in_place
+
+
+def check_object(kind: str, doc: Mapping[str, Any], old: Mapping[str, Any] | None = None,
+                 ) -> tuple[Obj, list[Diagnostic]]:
+    """Structural pass, defaults, JSON Schema and CEL for one object: the defaulted object
+    and its diagnostics."""
+    data, diagnostics, found = admitwalk.admit(kind, dict(doc))  # one walk of the schema
+    old_data = None
+    if old is not None:
+        old_data = default_in_place(kind, structural.sanitize(kind, dict(old),
+                                                              subject="document")[0])
+    seen = {(d.rule, d.path) for d in diagnostics}
+    diagnostics += [d for d in found if (d.rule, d.path) not in seen]
+    diagnostics += cel.validate(kind, data, old_data)
+    diagnostics += objectmeta.validate(kind, data)
+    return data, diagnostics
+
+
+def well_typed(data: Obj, diagnostics: list[Diagnostic]) -> Obj:
+    """The object without its wrongly typed values: the webhook rules assume the schema's
+    types (the API server checks the schema before it calls webhooks), and dropping only the
+    bad values lets every other rule still report in the same run."""
+    bad = [d.path for d in diagnostics if d.rule == "TJC-SCHEMA-TYPE" and d.path]
+    if not bad:
+        return data
+    out: Obj = copy_json(data)
+    for path in sorted(bad, key=len, reverse=True):
+        parent: Any = out
+        for part in path[:-1]:
+            parent = _child(parent, part)
+        if isinstance(parent, dict):
+            parent.pop(path[-1], None)
+        elif isinstance(parent, list) and isinstance(path[-1], int) and path[-1] < len(parent):
+            parent[path[-1]] = {}
+    return out
+
+
+def _child(value: Any, part: str | int) -> Any:
+    if isinstance(value, dict):
+        return value.get(part)
+    if isinstance(value, list) and isinstance(part, int) and part < len(value):
+        return value[part]
+    return None
+
+
+def admit_runtime(runtime: Mapping[str, Any], old: Mapping[str, Any] | None = None
+                  ) -> tuple[Obj, list[Diagnostic]]:
+    """A runtime's admission: the defaulted, well-typed runtime and its diagnostics (each
+    with subject `runtime`)."""
+    kind = str(runtime.get("kind")) if isinstance(runtime, Mapping) else ""
+    if kind not in RUNTIME_KINDS:
+        return {}, [error("TJC-INPUT-KIND", "the runtime must be a TrainingRuntime or "
+                          "ClusterTrainingRuntime document", subject="runtime")]
+    data, found = check_object(kind, runtime, old)
+    typed = well_typed(data, found)
+    found += webhook.validate_runtime(typed, old=dict(old) if old is not None else None)
+    return typed, [_about_runtime(d) for d in found]
+
+
+def _about_runtime(d: Diagnostic) -> Diagnostic:
+    if d.subject == "runtime":
+        return d
+    return Diagnostic(d.severity, d.rule, d.message, d.path, d.obj, "runtime", d.locations)
+
+
+def runtime_invalid(runtime: Mapping[str, Any]) -> Diagnostic:
+    """The TrainJob's error when its runtime has errors of its own."""
+    meta = runtime.get("metadata") if isinstance(runtime, Mapping) else None
+    name = meta.get("name", "") if isinstance(meta, Mapping) else ""
+    kind = runtime.get("kind", "runtime") if isinstance(runtime, Mapping) else "runtime"
+    return error("TJC-RUNTIME-INVALID", f"{kind} {name} has errors (reported at the runtime); "
+                 "a cluster would not hold it, so this TrainJob cannot run",
+                 ("spec", "runtimeRef"))
+
+
+def admit(trainjob: Mapping[str, Any], runtime: Mapping[str, Any] | None,
+          old: Mapping[str, Any] | None = None) -> list[Diagnostic]:
+    """Every admission diagnostic of a TrainJob (and of its runtime, when that has errors):
+    an error in the result means the cluster would refuse the TrainJob. `runtime` None means
+    the referenced runtime does not exist; `old` is the TrainJob's previous version."""
+    admitted = admit_runtime(runtime) if runtime is not None else None
+    return admit_against(trainjob, admitted, old)
+
+
+def admit_against(trainjob: Mapping[str, Any], runtime: tuple[Obj, list[Diagnostic]] | None,
+                  old: Mapping[str, Any] | None = None) -> list[Diagnostic]:
+    """`admit` with the runtime already admitted (`admit_runtime`'s result), so a runtime
+    shared by many TrainJobs is checked once."""
+    if not isinstance(trainjob, Mapping) or trainjob.get("kind") != "TrainJob":
+        return [error("TJC-INPUT-KIND", "the first argument must be a TrainJob document")]
+    data, found = check_object("TrainJob", trainjob, old)
+    rt: Obj | None = None
+    if runtime is not None:
+        rt, problems = runtime
+        if refused(problems):
+            found += [d for d in problems if d.severity is Severity.ERROR]
+            found.append(runtime_invalid(rt))
+    old_data = dict(old) if old is not None else None
+    found += webhook.validate_trainjob(well_typed(data, found), rt, old=old_data)
+    return found

@@ -1,0 +1,216 @@
+"""`compile_trainjob`: one TrainJob and its runtime in, the objects upstream creates out.
+
+The pipeline: structural pass and CRD defaulting of both inputs, the context build (§2), the
+active plugins in graph order (each returns edits the core applies), the JobSet builder last.
+A runtime can be prepared once (`prepare_runtime`) and reused for many TrainJobs. Returns plain
+dicts and diagnostics; never raises for bad input, never mutates its arguments, reads no file,
+clock, environment or random source. `compile_trainjob` admits the TrainJob first (as the API
+server would) unless told not to. Callers: the render application, the controller, the library
+API.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from compiler.common.diagnostics import (
+    Diagnostic,
+    ObjectRef,
+    Severity,
+    error,
+    has_errors,
+    with_object,
+)
+from compiler.common.errors import TjcError
+from compiler.common.jsondata import Obj, fast_copy
+from compiler.core import admission
+from compiler.core.context import CompileOptions, Context, build_context
+from compiler.core.plugins import REGISTRY
+from compiler.core.plugins.base import PluginResult, PluginSpec
+from compiler.core.plugins.edits import apply_edit
+from compiler.core.plugins.graph import plugin_order
+from compiler.core.provenance import Recorder, made, root_of
+from compiler.core.resolve import RUNTIME_KINDS, runtime_key, wanted_key
+from compiler.kube import roundtrip as typed
+from compiler.kube import structural
+from compiler.kube.defaults import default_in_place
+
+TRAINER_CONTROLLER = "trainer.kubeflow.org/trainjob-controller"
+
+
+@dataclass(frozen=True)
+class CompileResult:
+    """The objects created for one TrainJob (empty on error) and every diagnostic."""
+
+    objects: tuple[Obj, ...]
+    diagnostics: tuple[Diagnostic, ...]
+    plugins: tuple[str, ...] = ()
+    origins: Recorder | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when no diagnostic is an error."""
+        return not has_errors(self.diagnostics)
+
+
+@dataclass(frozen=True)
+class PreparedRuntime:
+    """A runtime after the structural pass, defaulting and the typed round trip of its JobSet
+    spec; shared read-only by every compile that uses it."""
+
+    doc: Obj
+    spec: Obj
+    diagnostics: tuple[Diagnostic, ...]
+    _admitted: list[tuple[Obj, list[Diagnostic]]] = field(default_factory=list, compare=False,
+                                                          repr=False)
+
+    def admitted(self) -> tuple[Obj, list[Diagnostic]]:
+        """The runtime's own admission (`admission.admit_runtime`), computed once."""
+        if not self._admitted:
+            self._admitted.append(admission.admit_runtime(self.doc))
+        return self._admitted[0]
+
+
+def prepare_runtime(runtime: Mapping[str, Any]) -> PreparedRuntime:
+    """Check, prune and default a runtime once."""
+    if not isinstance(runtime, Mapping) or runtime.get("kind") not in RUNTIME_KINDS:
+        return PreparedRuntime({}, {}, (error(
+            "TJC-INPUT-KIND", "the runtime must be a TrainingRuntime or ClusterTrainingRuntime "
+            "document", subject="runtime"),))
+    kind = str(runtime["kind"])
+    doc, problems = structural.sanitize(kind, dict(runtime), subject="runtime")
+    if has_errors(problems):
+        return PreparedRuntime({}, {}, tuple(problems))
+    doc = default_in_place(kind, doc)
+    template = (doc.get("spec") or {}).get("template") or {}
+    return PreparedRuntime(doc, typed.jobset_spec(template.get("spec") or {}), tuple(problems))
+
+
+def compile_trainjob(trainjob: Mapping[str, Any],
+                     runtime: Mapping[str, Any] | PreparedRuntime, *,
+                     options: CompileOptions | None = None, validate: bool = True,
+                     old: Mapping[str, Any] | None = None) -> CompileResult:
+    """Compile one TrainJob against the runtime it references.
+
+    First the TrainJob goes through admission (`admission.admit`: schema, CEL, webhook rules,
+    with `old` the previous version on an update); what the cluster would refuse gives
+    `ok=False`, the diagnostics and no objects. `validate=False` skips admission and compiles
+    what the cluster would refuse too (as upstream's controller does when its webhook is
+    bypassed; `tjc render --no-validate`)."""
+    prepared = runtime if isinstance(runtime, PreparedRuntime) else prepare_runtime(runtime)
+    ref = _object_ref(trainjob)
+    admitted: list[Diagnostic] = []
+    if validate and not has_errors(prepared.diagnostics):
+        admitted = admission.admit_against(trainjob, prepared.admitted(), old)
+        if has_errors(admitted):
+            return CompileResult((), tuple(with_object(admitted, ref)))
+    tj, notes = _prepare_trainjob(trainjob)
+    seen = {(d.rule, d.path, d.message) for d in [*notes, *prepared.diagnostics]}
+    notes += [d for d in admitted if (d.rule, d.path, d.message) not in seen]
+    return compile_defaulted(tj, prepared, options=options, notes=notes, ref=ref)
+
+
+def compile_defaulted(tj: Obj, prepared: PreparedRuntime, *, options: CompileOptions | None = None,
+                      notes: list[Diagnostic] | None = None,
+                      ref: ObjectRef | None = None) -> CompileResult:
+    """Compile a TrainJob that already went through the structural pass and defaulting (as
+    `tjc render` has it after validation); `notes` are that pass's diagnostics."""
+    ref = ref or _object_ref(tj)
+    notes = [*prepared.diagnostics, *(notes or [])]
+    if has_errors(notes):
+        return CompileResult((), tuple(with_object(notes, ref)))
+    mismatch = _runtime_mismatch(tj, prepared.doc)
+    if mismatch:
+        return CompileResult((), tuple(with_object([*notes, mismatch], ref)))
+    manager = managed_elsewhere(tj)
+    if manager is not None:
+        return CompileResult((), tuple(with_object([*notes, manager], ref)))
+    try:
+        options = options or CompileOptions()
+        ctx = build_context(tj, prepared.doc, fast_copy(prepared.spec),
+                            Recorder() if options.trace else None)
+        ctx.options = options
+        plugins = plugin_order([p for p in REGISTRY if p.active(ctx)])
+        objects, diagnostics = _run_plugins(ctx, plugins)
+    except TjcError as exc:
+        return CompileResult((), tuple(with_object([*notes, exc.diagnostic], ref)))
+    diagnostics = notes + diagnostics
+    if has_errors(diagnostics):
+        objects = []
+    return CompileResult(tuple(objects), tuple(with_object(diagnostics, ref)),
+                         tuple(p.name for p in plugins),
+                         ctx.origins if ctx.origins.enabled else None)
+
+
+def _prepare_trainjob(trainjob: Mapping[str, Any]) -> tuple[Obj, list[Diagnostic]]:
+    if not isinstance(trainjob, Mapping) or trainjob.get("kind") != "TrainJob":
+        return {}, [error("TJC-INPUT-KIND", "the first argument must be a TrainJob document")]
+    doc, problems = structural.sanitize("TrainJob", dict(trainjob), subject="trainjob")
+    meta = doc.get("metadata")
+    if not has_errors(problems) and not (isinstance(meta, dict) and meta.get("name")):
+        problems.append(error("TJC-SCHEMA-REQUIRED", "required field 'name' is missing",
+                              ("metadata",)))
+    return default_in_place("TrainJob", doc), problems
+
+
+def _run_plugins(ctx: Context, plugins: list[PluginSpec]) -> tuple[list[Obj], list[Diagnostic]]:
+    """Every plugin's enforce phase, then every build phase, both in graph order."""
+    objects: list[Obj] = []
+    diagnostics: list[Diagnostic] = []
+    for phase in ("enforce", "build"):
+        for plugin in plugins:
+            step = getattr(plugin, phase)
+            if step is None:
+                continue
+            result: PluginResult = step(ctx)
+            for edit in result.edits:
+                apply_edit(ctx, edit, plugin.name)
+            if ctx.origins.enabled:
+                for obj in result.objects:
+                    _record_object(ctx, obj, plugin.name)
+            objects.extend(result.objects)
+            diagnostics.extend(result.diagnostics)
+    return objects, diagnostics
+
+
+def _record_object(ctx: Context, obj: Obj, plugin: str) -> None:
+    """A side object is its plugin's, whole (the JobSet builder records its own fields)."""
+    root = root_of(obj)
+    if not ctx.origins.knows(root):
+        ctx.origins.add_output(root, obj)
+        ctx.origins.record(root, made(f"plugin {plugin}"))
+
+
+def managed_elsewhere(tj: Mapping[str, Any]) -> Diagnostic | None:
+    """A notice when `spec.managedBy` names a controller other than upstream's: upstream's
+    controller then leaves the TrainJob alone and creates nothing (trainjob_controller.go,
+    IsManagedByExternalController), so neither does tjc."""
+    spec = tj.get("spec")
+    manager = spec.get("managedBy") if isinstance(spec, Mapping) else None
+    if not isinstance(manager, str) or manager == TRAINER_CONTROLLER:
+        return None
+    return Diagnostic(Severity.NOTICE, "TJC-MANAGED-BY",
+                      f"managed by {manager}, not by Kubeflow Trainer's controller: upstream "
+                      "creates no objects for it, so none are rendered", ("spec", "managedBy"))
+
+
+def _object_ref(trainjob: Mapping[str, Any]) -> ObjectRef:
+    meta = trainjob.get("metadata") if isinstance(trainjob, Mapping) else None
+    meta = meta if isinstance(meta, Mapping) else {}
+    return ObjectRef("TrainJob", str(meta.get("name", "")), str(meta.get("namespace") or ""))
+
+
+def _runtime_mismatch(tj: Obj, rt: Obj) -> Diagnostic | None:
+    wanted = wanted_key(tj)
+    if isinstance(wanted, Diagnostic):
+        return wanted
+    have = runtime_key(rt)
+    if (have.kind, have.name) != (wanted.kind, wanted.name) or (
+            have.kind == "TrainingRuntime" and have.namespace != wanted.namespace):
+        scope = f"{have.namespace}/" if have.namespace else ""
+        return error("TJC-RUNTIME-MISMATCH",
+                     f"the TrainJob references {wanted.kind} {wanted.name!r} but was given "
+                     f"{have.kind} {scope}{have.name}", ("spec", "runtimeRef"))
+    return None

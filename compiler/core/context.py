@@ -1,0 +1,379 @@
+"""The compile context: what upstream calls the runtime `Info` (reference §2).
+
+`build_context` takes a defaulted TrainJob and runtime and returns the `Context` the plugins
+work on: propagated labels/annotations (§2.1), the JobSet spec after `runtimePatches` (§2.2) and
+the typed round trip (§2.3), the resourcesPerNode merge (§2.5) and one `PodSet` per
+replicatedJob (§2.4). Pure; called by `compiler.core.compile`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from compiler.common.diagnostics import Path, format_path
+from compiler.common.jsondata import Obj, copy_json
+from compiler.core.provenance import OFF, Origin, Recorder, copied, made, object_root
+from compiler.kube import roundtrip as typed
+from compiler.kube import strategicmerge as smp
+from compiler.kube.defaults import canonicalize_quantities, quantity_tree
+
+SSHKeySource = Callable[[str, str], "SSHKeyPair"]
+
+
+@dataclass(frozen=True)
+class SSHKeyPair:
+    """An MPI SSH key pair: the PEM private key and the OpenSSH authorized_keys line."""
+
+    private_pem: bytes
+    public_key: bytes
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    """What the cluster would supply, passed in so the compile stays pure.
+
+    `ssh_keys(namespace, name)` returns the key pair of a TrainJob's MPI SSH Secret; without
+    it, no Secret is emitted and a notice says which Secret the job needs. `trace` records
+    where every output field came from (`compiler.core.provenance`, for `tjc explain`).
+    """
+
+    ssh_keys: SSHKeySource | None = None
+    trace: bool = False
+
+
+ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
+TRAINER = "trainer"
+NODE = "node"
+JOBSET_API = ("jobset.x-k8s.io/v1alpha2", "JobSet")
+POD_SPEC: Path = ("template", "spec", "template", "spec")
+PATCHES: Path = ("spec", "runtimePatches")
+PATCH_SPEC: Path = ("trainingRuntimeSpec", "template", "spec")
+TEMPLATE_COUNT = made("the job template's parallelism (default 1), written as the pod-set count "
+                      "by the JobSet builder")
+POLICY_COUNT = Origin("runtime spec.mlPolicy.numNodes (CRD default 1 when unset), via the "
+                      "trainer pod-set count", "runtime", ("spec", "mlPolicy", "numNodes"))
+POLICY_COUNT_UNSET = replace(POLICY_COUNT, path=("spec", "mlPolicy"))
+
+
+@dataclass
+class PodSet:
+    """One replicatedJob as the plugins see it; `pod_spec` points into the JobSet spec."""
+
+    index: int
+    name: str
+    ancestor: str | None
+    count: int
+    pod_spec: Obj
+    replicas: int = 1
+    count_origin: Origin = TEMPLATE_COUNT
+
+    def container(self, name: str, *, init: bool = False) -> Obj | None:
+        """The first container (or init container) with this name."""
+        key = "initContainers" if init else "containers"
+        return next((c for c in self.pod_spec.get(key) or [] if c.get("name") == name), None)
+
+
+@dataclass
+class Context:
+    """Everything the plugins read and the JobSet builder assembles."""
+
+    trainjob: Obj
+    runtime: Obj
+    spec: Obj
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    pod_sets: list[PodSet]
+    ml_policy: Obj | None
+    pod_group_policy: Obj | None
+    pod_labels: dict[str, str] = field(default_factory=dict)
+    pod_annotations: dict[str, str] = field(default_factory=dict)
+    trainer_command: list[str] | None = None
+    clear_trainer_args: bool = False
+    facts: dict[str, Any] = field(default_factory=dict)
+    options: CompileOptions = field(default_factory=lambda: CompileOptions())
+    origins: Recorder = OFF
+    root: Path = ()
+    pod_meta_origins: dict[tuple[str, str], Origin] = field(default_factory=dict)
+    command_origin: Origin | None = None
+
+    @property
+    def name(self) -> str:
+        """The TrainJob's name."""
+        return str(self.trainjob["metadata"]["name"])
+
+    @property
+    def namespace(self) -> str:
+        """The TrainJob's namespace."""
+        return str(self.trainjob["metadata"].get("namespace", ""))
+
+    @property
+    def trainer(self) -> Obj | None:
+        """The TrainJob's `spec.trainer`, or None."""
+        value = self.trainjob.get("spec", {}).get("trainer")
+        return value if isinstance(value, dict) else None
+
+    def out_path(self, *path: str | int) -> Path:
+        """An output path into the JobSet (for the origin recorder)."""
+        return (*self.root, *path)
+
+    def pod_path(self, ps: PodSet, *path: str | int) -> Path:
+        """An output path into the pod spec of a pod set."""
+        return self.out_path("spec", "replicatedJobs", ps.index, *POD_SPEC, *path)
+
+    def pod_set_by_ancestor(self, ancestor: str) -> PodSet | None:
+        """The first pod set with this ancestor label value."""
+        return next((ps for ps in self.pod_sets if ps.ancestor == ancestor), None)
+
+    def pod_set_by_name(self, name: str) -> PodSet | None:
+        """The first pod set with this replicatedJob name."""
+        return next((ps for ps in self.pod_sets if ps.name == name), None)
+
+    def trainer_container(self) -> Obj | None:
+        """Container `node` of the trainer pod set (containers only, as upstream)."""
+        ps = self.pod_set_by_ancestor(TRAINER)
+        return ps.container(NODE) if ps else None
+
+    def subdomain(self) -> str:
+        """`network.subdomain` of the JobSet spec, else the TrainJob name."""
+        network = self.spec.get("network")
+        if isinstance(network, dict) and network.get("subdomain"):
+            return str(network["subdomain"])
+        return self.name
+
+    def endpoints(self, ps: PodSet) -> Iterator[str]:
+        """`<tj>-<job>-<replica>-<pod>.<subdomain>` for every pod of a pod set."""
+        sub = self.subdomain()
+        for replica in range(ps.replicas):
+            for pod in range(ps.count):
+                yield f"{self.name}-{ps.name}-{replica}-{pod}.{sub}"
+
+
+def build_context(trainjob: Obj, runtime: Obj, spec: Obj,
+                  origins: Recorder | None = None) -> Context:
+    """Build the context from a defaulted TrainJob, its defaulted runtime and a fresh copy of
+    the runtime's JobSet spec after the typed round trip (`typed.jobset_spec`), which the
+    context takes over. With `origins`, every field written is recorded there."""
+    rt_spec = runtime.get("spec") or {}
+    template = rt_spec.get("template") or {}
+    ml_policy = rt_spec.get("mlPolicy")
+    patches = runtime_patches(trainjob)
+    origins = origins or OFF
+    root: Path = ()
+    labels, annotations = _propagated_metadata(template, patches)
+    if origins.enabled:
+        root = object_root(*JOBSET_API, str((trainjob.get("metadata") or {}).get("name", "")))
+        _record_template(origins, root, trainjob, runtime, spec)
+        _record_metadata(origins, root, labels, annotations, patches)
+    spec = merge_patches(spec, patches, origins, root)
+    if origins.enabled:
+        origins.add_output(root, {"spec": spec})
+    pod_sets = []
+    for index, rjob in enumerate(spec.get("replicatedJobs") or []):
+        pod_sets.append(_pod_set(index, rjob, trainjob, ml_policy, origins, root))
+    command = (trainjob.get("spec", {}).get("trainer") or {}).get("command")
+    return Context(
+        trainjob=trainjob,
+        runtime=runtime,
+        spec=spec,
+        labels=labels,
+        annotations=annotations,
+        pod_sets=pod_sets,
+        ml_policy=ml_policy if isinstance(ml_policy, dict) else None,
+        pod_group_policy=rt_spec.get("podGroupPolicy"),
+        trainer_command=list(command) if isinstance(command, list) else None,
+        origins=origins,
+        root=root,
+    )
+
+
+def runtime_patches(trainjob: Obj) -> list[Obj]:
+    patches = trainjob.get("spec", {}).get("runtimePatches") or []
+    return [p for p in patches if isinstance(p, dict)]
+
+
+def _patch_template(patch: Obj) -> Obj:
+    rts = patch.get("trainingRuntimeSpec")
+    template = rts.get("template") if isinstance(rts, dict) else None
+    return template if isinstance(template, dict) else {}
+
+
+def _propagated_metadata(template: Obj, patches: list[Obj]) -> tuple[dict[str, str], ...]:
+    """§2.1: template metadata labels/annotations, overlaid by each patch's in order."""
+    meta = template.get("metadata") or {}
+    labels = dict(meta.get("labels") or {})
+    annotations = dict(meta.get("annotations") or {})
+    for patch in patches:
+        pmeta = _patch_template(patch).get("metadata") or {}
+        labels.update(pmeta.get("labels") or {})
+        annotations.update(pmeta.get("annotations") or {})
+    return labels, annotations
+
+
+def _record_template(origins: Recorder, root: Path, trainjob: Obj, runtime: Obj,
+                     spec: Obj) -> None:
+    """The inputs, and the JobSet spec as the runtime's template (what the typed round trip
+    changed recorded as such)."""
+    origins.add_input("trainjob", trainjob)
+    origins.add_input("runtime", runtime)
+    origins.record((*root, "spec"), Origin("runtime spec.template.spec", "runtime",
+                                           ("spec", "template", "spec"), exact=True,
+                                           anchor=(*root, "spec")))
+    template = (runtime.get("spec") or {}).get("template") or {}
+    _record_normalized(origins, root, template.get("spec"), spec)
+
+
+def _record_metadata(origins: Recorder, root: Path, labels: dict[str, str],
+                     annotations: dict[str, str], patches: list[Obj]) -> None:
+    """The JobSet labels and annotations: the last runtime patch that sets a key, else the
+    runtime template's metadata."""
+    for name, values in (("labels", labels), ("annotations", annotations)):
+        for key in values:
+            origin = copied(f"runtime spec.template.metadata.{name}", "runtime",
+                            ("spec", "template", "metadata", name, key))
+            for i, patch in enumerate(patches):
+                meta = (_patch_template(patch).get("metadata") or {}).get(name) or {}
+                if key in meta:
+                    origin = copied(f"trainJob spec.runtimePatches[{i}] (manager "
+                                    f"{patch.get('manager', '')})", "trainjob",
+                                    (*PATCHES, i, "trainingRuntimeSpec", "template", "metadata",
+                                     name, key))
+            origins.record((*root, "metadata", name, key), origin)
+
+
+def merge_patches(spec: Obj, patches: list[Obj], origins: Recorder | None = None,
+                  root: Path = ()) -> Obj:
+    """§2.2: strategic-merge each patch's spec, then restore the template's job order. With
+    `origins`, every field a patch changes is recorded as that patch's.
+
+    `spec` is a copy the caller hands over (the compile's own, explain's): it is merged into
+    in place, not copied again."""
+    if origins is not None and origins.enabled and patches:
+        _record_patches(spec, patches, origins, root)
+    order = {rjob.get("name"): i for i, rjob in enumerate(spec.get("replicatedJobs") or [])}
+    patched = False
+    for patch in patches:
+        pspec = _patch_template(patch).get("spec")
+        if not isinstance(pspec, dict):
+            continue
+        spec = smp.merge_into(spec, _typed_patch(pspec))
+        patched = True
+    if not patched:
+        return spec
+    jobs = spec.get("replicatedJobs")
+    if isinstance(jobs, list):
+        jobs.sort(key=lambda rjob: order.get(rjob.get("name"), 0))
+    return typed.jobset_spec(spec, owned=True)
+
+
+def _record_normalized(origins: Recorder, root: Path, raw: Any, spec: Obj) -> None:
+    """The fields the typed round trip changed in the runtime's template (canonical
+    quantities, empty strings dropped, `{}` for empty structs): the runtime's, normalized."""
+    origin = Origin("runtime spec.template.spec (normalized as the API server stores it)",
+                    "runtime", ("spec", "template", "spec"), anchor=(*root, "spec"))
+    for path in _changed(raw, spec, (*root, "spec")):
+        origins.record(path, origin)
+
+
+def _record_patches(spec: Obj, patches: list[Obj], origins: Recorder, root: Path) -> None:
+    """Record each field the k-th patch changes, comparing the spec after k-1 and k patches
+    (what the strategic merge writes, without instrumenting it)."""
+    before = merge_patches(copy_json(spec), [])
+    for k, patch in enumerate(patches):
+        after = merge_patches(copy_json(spec), patches[:k + 1])
+        origin = Origin(f"trainJob spec.runtimePatches[{k}] (manager {patch.get('manager', '')})",
+                        "trainjob", (*PATCHES, k, *PATCH_SPEC), anchor=(*root, "spec"))
+        for path in _changed(before, after, (*root, "spec")):
+            origins.record(path, origin)
+        before = after
+
+
+def _changed(old: Any, new: Any, path: Path) -> list[Path]:
+    """The paths where `new` differs from `old`: a map or list that lost entries, then what
+    changed below it (whole subtrees where the shape differs)."""
+    if isinstance(new, dict) and isinstance(old, dict):
+        lost = [path] if old.keys() - new.keys() else []
+        return lost + [p for key, value in new.items()
+                       for p in _changed(old.get(key), value, (*path, key))]
+    if isinstance(new, list) and isinstance(old, list):
+        lost = [path] if len(old) > len(new) else []
+        return lost + [p for i, value in enumerate(new)
+                       for p in _changed(old[i] if i < len(old) else None, value, (*path, i))]
+    return [] if new == old else [path]
+
+
+def _typed_patch(pspec: Obj) -> Obj:
+    """The patch as Go's JSON encoding of `JobSetSpecPatch` would give it."""
+    out = typed.patch_spec(pspec)
+    canonicalize_quantities(out, _patch_quantities())
+    return out
+
+
+def _patch_quantities() -> Obj | None:
+    tree = quantity_tree("TrainJob", "spec", "runtimePatches")
+    tree = (tree or {}).get("i")
+    for name in ("trainingRuntimeSpec", "template", "spec"):
+        tree = (tree or {}).get("p", {}).get(name)
+    return tree
+
+
+def _pod_set(index: int, rjob: Obj, trainjob: Obj, ml_policy: Any, origins: Recorder,
+             root: Path) -> PodSet:
+    """§2.4 and §2.5: count, ancestor, and the resourcesPerNode merge for one job."""
+    job_template = rjob["template"]
+    job_spec = job_template["spec"]
+    pod_spec = job_spec["template"]["spec"]
+    count = job_spec.get("parallelism", 1)
+    count_origin = TEMPLATE_COUNT
+    ancestor = (job_template.get("metadata", {}).get("labels") or {}).get(ANCESTOR_LABEL)
+    if ancestor == TRAINER and ml_policy is not None:
+        count = (ml_policy or {}).get("numNodes", 1)
+        count_origin = POLICY_COUNT if "numNodes" in (ml_policy or {}) else POLICY_COUNT_UNSET
+    resources = (trainjob.get("spec", {}).get("trainer") or {}).get("resourcesPerNode")
+    if isinstance(resources, dict) and _takes_resources(rjob, ancestor, ml_policy):
+        at = _merge_node_resources(pod_spec, resources)
+        if at is not None and origins.enabled:
+            _record_resources(origins, (*root, "spec", "replicatedJobs", index, *POD_SPEC,
+                                        "containers", at, "resources"), resources)
+    return PodSet(index=index, name=str(rjob.get("name", "")), ancestor=ancestor,
+                  count=max(int(count if isinstance(count, int) else 1), 1),
+                  pod_spec=pod_spec, replicas=int(rjob.get("replicas", 1) or 1),
+                  count_origin=count_origin)
+
+
+def _record_resources(origins: Recorder, path: Path, resources: Obj) -> None:
+    for key in ("limits", "requests"):
+        for name in resources.get(key) or {}:
+            source: Path = ("spec", "trainer", "resourcesPerNode", key, name)
+            origins.record((*path, key, name), Origin(f"trainJob {format_path(source)}",
+                                                      "trainjob", source))
+
+
+def _takes_resources(rjob: Obj, ancestor: str | None, ml_policy: Any) -> bool:
+    if not isinstance(ml_policy, dict):
+        return False
+    if ancestor == TRAINER:
+        return True
+    mpi = ml_policy.get("mpi")
+    return isinstance(mpi, dict) and mpi.get("runLauncherAsNode") is True \
+        and rjob.get("name") == NODE
+
+
+def _merge_node_resources(pod_spec: Obj, override: Obj) -> int | None:
+    """Per-key overlay of limits/requests on the first `node` container; claims dropped.
+    Returns the index of that container (None when there is none)."""
+    for index, container in enumerate(pod_spec.get("containers") or []):
+        if container.get("name") != NODE:
+            continue
+        base = container.get("resources") or {}
+        canonical = canonicalize_quantities(copy_json(override), quantity_tree(
+            "TrainJob", "spec", "trainer", "resourcesPerNode"))
+        merged: Obj = {}
+        for key in ("limits", "requests"):
+            values = {**(base.get(key) or {}), **(canonical.get(key) or {})}
+            if values:
+                merged[key] = values
+        container["resources"] = merged
+        return index
+    return None

@@ -1,0 +1,171 @@
+"""What a plugin's admission rules and quirk warnings work on, and the helpers they share.
+
+A plugin declares its admission rules (`PluginSpec.validate`, upstream's plugin `Validate`) and
+its quirk warnings (`PluginSpec.quirks`) in its own module; `compiler.core.webhook` and
+`compiler.validate.quirks` run them for every plugin of the registry. An `Admission` is one
+TrainJob validation: the documents (after the structural pass and defaulting) and, built on
+first use, the compile context without any plugin run (upstream's `ValidateObjects` sees the
+runtime info that way). Pure; never mutates the documents.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from compiler.common.diagnostics import Diagnostic, Path, Severity, error
+from compiler.common.errors import TjcError
+from compiler.common.jsondata import Obj, fast_copy, get_path
+from compiler.core.context import Context, build_context
+from compiler.kube import roundtrip as typed
+
+TRAINER_ENV: Path = ("spec", "trainer", "env")
+NUM_NODES: Path = ("spec", "trainer", "numNodes")
+RUNTIME_REF: Path = ("spec", "runtimeRef")
+RUNTIME_REF_NAME: Path = ("spec", "runtimeRef", "name")
+PATCHES: Path = ("spec", "runtimePatches")
+POD_SPEC: Path = ("template", "spec", "template", "spec")
+PATCH_JOBS: Path = ("trainingRuntimeSpec", "template", "spec", "replicatedJobs")
+RUNTIME_JOBS: Path = ("spec", "template", "spec", "replicatedJobs")
+
+
+@dataclass
+class Admission:
+    """One TrainJob validation: the documents and the context built from them (None when the
+    context cannot be built; upstream then has no runtime info). The context is built on first
+    use: most TrainJobs meet no rule that needs it."""
+
+    trainjob: Obj
+    runtime: Obj
+    problem: Diagnostic | None = None
+
+    @functools.cached_property
+    def ctx(self) -> Context | None:
+        ctx, self.problem = _context(self.trainjob, self.runtime)
+        return ctx
+
+    @property
+    def spec(self) -> Obj:
+        spec = self.trainjob.get("spec")
+        return spec if isinstance(spec, dict) else {}
+
+    @property
+    def trainer(self) -> Obj | None:
+        trainer = self.spec.get("trainer")
+        return trainer if isinstance(trainer, dict) else None
+
+    def policy(self, group: str, key: str) -> Obj | None:
+        """`spec.<group>.<key>` of the runtime (`mlPolicy.torch`, `podGroupPolicy.volcano`)."""
+        return runtime_policy(self.runtime, group, key)
+
+
+def runtime_policy(runtime: Obj, group: str, key: str) -> Obj | None:
+    """`spec.<group>.<key>` of a runtime document, when it is a mapping."""
+    value = as_dict(as_dict(runtime.get("spec")).get(group)).get(key)
+    return value if isinstance(value, dict) else None
+
+
+_TYPED: dict[int, tuple[Obj, Obj]] = {}
+
+
+def _typed_spec(runtime: Obj) -> Obj:
+    """A fresh copy of the runtime's JobSet spec after the typed round trip; the round trip
+    runs once per runtime object (callers validate many TrainJobs against one runtime)."""
+    cached = _TYPED.get(id(runtime))
+    if cached is None or cached[0] is not runtime:
+        if len(_TYPED) > 256:
+            _TYPED.clear()
+        template = as_dict(as_dict(runtime.get("spec")).get("template"))
+        cached = (runtime, typed.jobset_spec(as_dict(template.get("spec"))))
+        _TYPED[id(runtime)] = cached
+    return fast_copy(cached[1])  # type: ignore[no-any-return]
+
+
+def _context(trainjob: Obj, runtime: Obj) -> tuple[Context | None, Diagnostic | None]:
+    """`newRuntimeInfo`: the JobSet template after the runtime patches, as pod sets."""
+    try:
+        return build_context(trainjob, runtime, _typed_spec(runtime)), None
+    except TjcError as exc:
+        return None, exc.diagnostic
+
+
+def reserved_envs(rule: str, trainer: Obj, reserved: frozenset[str]) -> Iterator[Diagnostic]:
+    """One error at `spec.trainer.env` listing the reserved names used, sorted (Go's `%v`)."""
+    names = sorted(reserved.intersection(str(e.get("name")) for e in as_list(trainer.get("env"))))
+    if names:
+        yield error(rule, f"must not have reserved envs, invalid envs configured: "
+                    f"[{' '.join(names)}]", TRAINER_ENV)
+
+
+def quirk(rule: str, message: str, path: Path, subject: str = "trainjob") -> Diagnostic:
+    """A quirk warning: accepted by the cluster, but not what the user would expect."""
+    return Diagnostic(Severity.WARNING, rule, message, path, subject=subject)
+
+
+def trainer_of(trainjob: Obj) -> Obj | None:
+    """The TrainJob's `spec.trainer`, when it is a mapping."""
+    trainer = get_path(trainjob, "spec", "trainer")
+    return trainer if isinstance(trainer, dict) else None
+
+
+def patch_jobs(trainjob: Obj) -> Iterator[tuple[int, int, Obj]]:
+    """(patch index, job index, job patch) for every replicatedJob of every runtime patch."""
+    for i, patch in enumerate(as_list(get_path(trainjob, *PATCHES))):
+        for j, pjob in enumerate(as_list(get_path(patch, *PATCH_JOBS))):
+            yield i, j, pjob
+
+
+def init_container_source(job: Admission, rjob_name: str, name: str) -> tuple[str, Path]:
+    """Where an init container of a job comes from: the runtime template, else a patch."""
+    for i, rjob in enumerate(as_list(get_path(job.runtime, *RUNTIME_JOBS))):
+        if rjob.get("name") != rjob_name:
+            continue
+        for k, container in enumerate(as_list(get_path(rjob, *POD_SPEC, "initContainers"))):
+            if container.get("name") == name:
+                return "runtime", (*RUNTIME_JOBS, i, *POD_SPEC, "initContainers", k)
+    for i, j, pjob in patch_jobs(job.trainjob):
+        if pjob.get("name") != rjob_name:
+            continue
+        for k, container in enumerate(as_list(get_path(pjob, *POD_SPEC, "initContainers"))):
+            if container.get("name") == name:
+                return "trainjob", (*PATCHES, i, *PATCH_JOBS, j, *POD_SPEC, "initContainers", k)
+    return "trainjob", ("spec", "trainer")
+
+
+def annotation_source(job: Admission, key: str) -> tuple[str, Path]:
+    """The last runtime patch that sets a JobSet template annotation, else the runtime."""
+    where: tuple[str, Path] = ("runtime", ("spec", "template", "metadata", "annotations", key))
+    for i, patch in enumerate(as_list(job.spec.get("runtimePatches"))):
+        meta = get_path(patch, "trainingRuntimeSpec", "template", "metadata", "annotations")
+        if isinstance(meta, dict) and key in meta:
+            where = ("trainjob", (*PATCHES, i, "trainingRuntimeSpec", "template", "metadata",
+                                  "annotations", key))
+    return where
+
+
+def as_dict(value: Any) -> Obj:
+    """The value when it is a mapping, else an empty one."""
+    return value if isinstance(value, dict) else {}
+
+
+def as_list(value: Any) -> list[Obj]:
+    """The mappings of a list (nothing when it is not a list)."""
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def strings(value: Any) -> list[str]:
+    """The items of a list as strings (nothing when it is not a list)."""
+    return [str(v) for v in value] if isinstance(value, list) else []
+
+
+def go_quote(value: str) -> str:
+    """Go's `%q` for the strings these messages quote."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def names_text(names: tuple[str, ...]) -> str:
+    """`A, B and C`."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"

@@ -1,0 +1,294 @@
+"""Torch (reference §3.2): torchrun's PET_* environment, and TorchTune's command.
+
+Active when `mlPolicy.torch` is set. Sets the trainer count from numNodes; when the TrainJob has
+`spec.trainer`, upserts `trainer.env`, then PET_NNODES, PET_NPROC_PER_NODE (`auto` with GPUs,
+else the CPU count rounded up, or the TrainJob's numProcPerNode) and PET_NODE_RANK, then either
+PET_MASTER_ADDR/PORT or, for `command: [tune, run]`, TorchTune's rendezvous, recipe, config and
+the runtime's immutable overrides appended to the command; then port 29500. `envInjection`
+targets get the PET and master envs even without `spec.trainer`.
+
+Admission (upstream's torch `Validate`): envInjection targets exist, the PET_* names are
+reserved, and TorchTune's model, node count, QLoRA and immutable-config rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from compiler.common.diagnostics import Diagnostic, error
+from compiler.common.errors import CompileError
+from compiler.common.jsondata import Obj
+from compiler.core.context import ANCESTOR_LABEL, NODE, TRAINER, Context
+from compiler.core.plugins.base import (
+    TRAINER_PORT,
+    Edit,
+    PluginResult,
+    PluginSpec,
+    SetTrainerCommand,
+    UpsertEnv,
+    UpsertPorts,
+    completion_index_env,
+    ml_policy_has,
+    node_zero_host,
+    trainer_count,
+)
+from compiler.core.plugins.checks import (
+    NUM_NODES,
+    RUNTIME_REF,
+    RUNTIME_REF_NAME,
+    Admission,
+    as_dict,
+    as_list,
+    go_quote,
+    reserved_envs,
+    strings,
+)
+from compiler.core.resources import cpu_count, gpu_count, int32, node_resources
+from compiler.core.upsert import env_vars
+
+TUNE_ENTRYPOINT = ["tune", "run"]
+ENV_NAMES = ("PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK", "PET_MASTER_ADDR",
+             "PET_MASTER_PORT")
+TORCHTUNE_MODELS = frozenset({"llama3_2/1B", "llama3_2/3B", "llama3_3/70B", "qwen2_5/1.5B"})
+LLAMA_70B, QWEN_1_5B = "llama3_3/70B", "qwen2_5/1.5B"
+QLORA_SUFFIX, QLORA_SINGLE_DEVICE_SUFFIX = "_qlora", "_qlora_single_device"
+IMMUTABLE_CONFIGS = frozenset({"output_dir", "tokenizer.path", "checkpointer.checkpoint_dir",
+                               "tokenizer.merges_file"})
+
+
+def active(ctx: Context) -> bool:
+    """Only for runtimes whose mlPolicy sets torch."""
+    return ml_policy_has(ctx, "torch")
+
+
+def num_proc_per_node(ctx: Context) -> tuple[int | str, int]:
+    """PET_NPROC_PER_NODE (`auto` or an int) and the GPU count it was decided from."""
+    trainer = ctx.trainer or {}
+    npp: int | str = trainer.get("numProcPerNode", "auto")
+    res = node_resources(ctx)
+    gpus = gpu_count(res)
+    if npp == "auto" and gpus == 0:
+        npp = int32(max(1, cpu_count(res)))
+    return npp, gpus
+
+
+def enforce(ctx: Context) -> PluginResult:
+    """Counts, PET envs, master address or TorchTune command, port, envInjection."""
+    trainer = ctx.trainer
+    ps, count, edits = trainer_count(ctx)
+    npp, gpus = num_proc_per_node(ctx)
+    pet = _pet_envs(count, npp)
+    master = ({"name": "PET_MASTER_ADDR", "value": node_zero_host(ctx)},
+              {"name": "PET_MASTER_PORT", "value": str(TRAINER_PORT)})
+    if trainer is not None and ps is not None and ps.container(NODE) is not None:
+        edits.append(UpsertEnv(ps.index, NODE, tuple(env_vars(trainer.get("env")))))
+        edits.append(UpsertEnv(ps.index, NODE, pet))
+        if trainer.get("command") != TUNE_ENTRYPOINT:
+            edits.append(UpsertEnv(ps.index, NODE, master))
+        else:
+            edits.append(SetTrainerCommand(tuple(_tune_command(ctx, count, npp, gpus)),
+                                            how="extended by plugin torch (TorchTune)"))
+        edits.append(UpsertPorts(ps.index, NODE, ({"containerPort": TRAINER_PORT},)))
+    edits.extend(_env_injection(ctx, pet + master))
+    return PluginResult(edits=tuple(edits))
+
+
+def _pet_envs(count: int, npp: int | str) -> tuple[Obj, ...]:
+    return ({"name": "PET_NNODES", "value": str(count)},
+            {"name": "PET_NPROC_PER_NODE", "value": str(npp)},
+            completion_index_env("PET_NODE_RANK"))
+
+
+def _env_injection(ctx: Context, envs: tuple[Obj, ...]) -> list[Edit]:
+    """`envInjection`: the PET and master envs for extra containers, found by job name."""
+    torch = (ctx.ml_policy or {}).get("torch") or {}
+    edits: list[Edit] = []
+    for target in (torch.get("envInjection") or {}).get("targets") or []:
+        job = target.get("jobName", "")
+        for name in target.get("containerNames") or []:
+            ps = ctx.pod_set_by_name(job)
+            init = ps is not None and ps.container(name) is None and \
+                ps.container(name, init=True) is not None
+            if ps is None or (ps.container(name) is None and not init):
+                raise CompileError(error(
+                    "TJC-TORCH-ENV-INJECTION",
+                    f'envInjection target podSet "{job}" container "{name}" not found in '
+                    "runtime template", ("spec", "mlPolicy", "torch", "envInjection"),
+                    subject="runtime"))
+            edits.append(UpsertEnv(ps.index, name, envs, init=init))
+    return edits
+
+
+def _tune_command(ctx: Context, count: int, npp: int | str, gpus: int) -> list[str]:
+    """`tune run` plus rendezvous (multi-node or multi-device), recipe, config, overrides."""
+    trainer = ctx.trainer or {}
+    command = list(TUNE_ENTRYPOINT)
+    multi_device = (isinstance(npp, int) and npp > 1) or (npp == "auto" and gpus > 1)
+    if count > 1 or multi_device:
+        command.append(f"--rdzv_endpoint={node_zero_host(ctx)}:{TRAINER_PORT}")
+    recipe, config = recipe_and_config(ctx, count, npp, gpus, trainer.get("args") or [])
+    command += [recipe, "--config", config]
+    return command + _runtime_overrides(ctx)
+
+
+def model_name(runtime_name: str) -> str:
+    """`torchtune-llama3.2-1b` -> `llama3_2/1B`; anything without three dash parts -> ""."""
+    fields = runtime_name.split("-")
+    if len(fields) != 3:
+        return ""
+    return f"{fields[1].replace('.', '_')}/{fields[2].upper()}"
+
+
+def _bool_arg(args: list[str], key: str) -> bool:
+    for arg in args:
+        name, sep, value = arg.partition("=")
+        if sep and key in name and value.strip().lower() == "true":
+            return True
+    return False
+
+
+def is_qlora(args: list[str]) -> bool:
+    """QLoRA: `model.quantize_base=true` unless `model.use_dora=true`."""
+    return not _bool_arg(args, "model.use_dora") and _bool_arg(args, "model.quantize_base")
+
+
+def is_lora(args: list[str]) -> bool:
+    """LoRA: any argument mentioning `model.lora_attn_modules`."""
+    return any("model.lora_attn_modules" in arg for arg in args)
+
+
+def recipe_and_config(ctx: Context, count: int, npp: int | str, gpus: int,
+                      args: list[str]) -> tuple[str, str]:
+    """TorchTune's recipe and config name (`getRecipeAndConfig`)."""
+    recipe, suffix = "full_finetune_distributed", "_full"
+    if count == 1 and (npp == 1 or gpus == 1):
+        if is_qlora(args):
+            recipe, suffix = "lora_finetune_single_device", "_qlora_single_device"
+        elif is_lora(args):
+            recipe, suffix = "lora_finetune_single_device", "_lora_single_device"
+        else:
+            recipe, suffix = "full_finetune_single_device", "_full_single_device"
+    elif count == 1 and is_qlora(args):
+        recipe, suffix = "lora_finetune_distributed", "_qlora"
+    elif count == 1 and is_lora(args):
+        recipe, suffix = "lora_finetune_distributed", "_lora"
+    elif count > 1:
+        suffix = "_full_multinode"
+    ref = ctx.trainjob.get("spec", {}).get("runtimeRef") or {}
+    return recipe, model_name(str(ref.get("name", ""))) + suffix
+
+
+def _runtime_overrides(ctx: Context) -> list[str]:
+    """The runtime trainer `node` commands whose key is one of TorchTune's immutable configs."""
+    out: list[str] = []
+    for rjob in ctx.spec.get("replicatedJobs") or []:
+        labels = rjob["template"].get("metadata", {}).get("labels") or {}
+        if labels.get(ANCESTOR_LABEL) != TRAINER:
+            continue
+        for container in rjob["template"]["spec"]["template"]["spec"].get("containers") or []:
+            if container.get("name") == NODE:
+                out += [c for c in container.get("command") or []
+                        if c.split("=")[0] in IMMUTABLE_CONFIGS]
+    return out
+
+
+# ----------------------------------------------------------------------------- admission
+
+
+def validate(job: Admission) -> Iterator[Diagnostic]:
+    """Torch `Validate`: envInjection targets exist; reserved PET_* envs; TorchTune rules."""
+    torch = job.policy("mlPolicy", "torch")
+    if torch is None:
+        return
+    if as_dict(torch.get("envInjection")).get("targets") and job.ctx is not None:
+        yield from _injection_targets(job.ctx, torch)
+    trainer = job.trainer
+    if trainer is None:
+        return
+    yield from reserved_envs("TJC-WEBHOOK-TORCH-RESERVED-ENV", trainer, frozenset(ENV_NAMES))
+    if trainer.get("command") == TUNE_ENTRYPOINT and job.ctx is not None:
+        yield from _torchtune(job.ctx, trainer)
+
+
+def _injection_targets(ctx: Context, torch: Obj) -> Iterator[Diagnostic]:
+    """`validateEnvInjectionTargets`: every target container is in its pod set (regular
+    containers, then init containers)."""
+    for target in as_list(as_dict(torch.get("envInjection")).get("targets")):
+        job_name = str(target.get("jobName", ""))
+        for name in strings(target.get("containerNames")):
+            ps = ctx.pod_set_by_name(job_name)
+            if ps is not None and (ps.container(name) is not None
+                                   or ps.container(name, init=True) is not None):
+                continue
+            yield error("TJC-WEBHOOK-TORCH-ENV-INJECTION",
+                        f"envInjection target podSet {go_quote(job_name)} container "
+                        f"{go_quote(name)} not found in runtime template", RUNTIME_REF)
+
+
+def _torchtune(ctx: Context, trainer: Obj) -> Iterator[Diagnostic]:
+    """`validateTorchTune`, with the config computed from numProcPerNode `auto` (no CPU
+    conversion) and the GPU count of resourcesPerNode, else of the runtime's node."""
+    ref = as_dict(ctx.trainjob.get("spec", {}).get("runtimeRef"))
+    model = model_name(str(ref.get("name", "")))
+    if model not in TORCHTUNE_MODELS:
+        yield error("TJC-WEBHOOK-TORCHTUNE-MODEL",
+                    f"must have a supported pretrained model, invalid model configured: {model}",
+                    RUNTIME_REF_NAME)
+    num_nodes = trainer.get("numNodes", 1)
+    if num_nodes > 1 and model != LLAMA_70B:
+        yield error("TJC-WEBHOOK-TORCHTUNE-NUM-NODES", f"must be 1 for {model} model",
+                    NUM_NODES)
+    args = strings(trainer.get("args"))
+    npp: int | str = trainer.get("numProcPerNode", "auto")
+    _, config = recipe_and_config(ctx, num_nodes, npp, gpu_count(node_resources(ctx)), args)
+    yield from _qlora(model, config)
+    if num_nodes > 1 and (is_lora(args) or is_qlora(args)):
+        yield error("TJC-WEBHOOK-TORCHTUNE-LORA-MULTI-NODE",
+                    "LoRA fine-tuning is not supported for multi-node training in TorchTune",
+                    NUM_NODES)
+    for i, arg in enumerate(args):
+        key = arg.split("=", 1)[0]
+        if key in IMMUTABLE_CONFIGS:
+            yield error("TJC-WEBHOOK-TORCHTUNE-IMMUTABLE-ARG",
+                        f"must not set immutable config {go_quote(key)} in trainer args; it is "
+                        "managed by the runtime", ("spec", "trainer", "args", i))
+
+
+def _qlora(model: str, config: str) -> Iterator[Diagnostic]:
+    """QLoRA rules; `_qlora` also matches `_qlora_single_device` (upstream, §8-B14)."""
+    if QLORA_SUFFIX not in config:
+        return
+    if model == QWEN_1_5B:
+        yield error("TJC-WEBHOOK-TORCHTUNE-QLORA-MODEL", f"QLoRA is not supported for {model} "
+                    "model", RUNTIME_REF_NAME)
+    if QLORA_SINGLE_DEVICE_SUFFIX not in config and model in ("llama3_2/1B", "llama3_2/3B"):
+        yield error("TJC-WEBHOOK-TORCHTUNE-QLORA-NUM-PROC",
+                    f"must be auto or 1 for {model} model when using QLoRA",
+                    ("spec", "trainer", "numProcPerNode"))
+        yield error("TJC-WEBHOOK-TORCHTUNE-QLORA-RESOURCES",
+                    f"must have gpu resource with value 1 for {model} model when using QLoRA",
+                    ("spec", "trainer", "resourcesPerNode"))
+
+
+def gpu_effect(trainer: Obj, policy: Obj, gpus: int) -> str | None:
+    """What counting no GPUs changes for torch (§8-B4)."""
+    if trainer.get("command") == TUNE_ENTRYPOINT:
+        return "TorchTune's recipe, config and rendezvous are chosen as for a node without GPUs"
+    if "numProcPerNode" not in trainer:
+        return "PET_NPROC_PER_NODE becomes the node's CPU count instead of auto"
+    return None
+
+
+PLUGIN = PluginSpec(
+    name="torch",
+    policy="mlPolicy.torch",
+    active=active,
+    enforce=enforce,
+    provides=frozenset({"pod-counts", "trainer-env", "framework-env", "trainer-port"}),
+    ml_source="torch",
+    validate=validate,
+    reserved_envs=frozenset(ENV_NAMES),
+    trainer_envs=ENV_NAMES,
+    trainer_envs_note=" (envInjection targets still get them)",
+    gpu_effect=gpu_effect,
+)

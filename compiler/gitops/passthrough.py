@@ -1,0 +1,100 @@
+"""Transformer mode: every input resource comes out, in input order, each TrainJob replaced by
+(or, with `keep_trainjobs`, followed by) the objects Kubeflow Trainer would create for it.
+
+This is what a render step inside a pipeline needs (`kustomize build . | tjc render
+--passthrough -`, a Helm post-renderer, the KRM function): the ConfigMaps, Namespaces and RBAC
+of the same application go through untouched, runtimes too (the cluster needs them as well).
+A TrainJob with errors yields no objects (the caller fails). Pure: sources in, items out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from compiler.common.diagnostics import Diagnostic, Severity
+from compiler.core.context import CompileOptions
+from compiler.core.resolve import RuntimeKey
+from compiler.io import toolfiles
+from compiler.io.inputs import RuntimeEntry, kind_of, runtime_table
+from compiler.io.loader import Document, Source, iter_source
+from compiler.render.pipeline import render_one
+from compiler.validate.documents import Validator
+
+if TYPE_CHECKING:
+    from compiler.policy.check import PolicyChecker
+
+SKIPPED = "TJC-INPUT-SKIPPED"
+
+
+@dataclass
+class Item:
+    """One output resource and the diagnostics that came with it (about its input)."""
+
+    obj: dict[str, Any] | None
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    source: Document | None = None
+
+
+@dataclass
+class PassOptions:
+    """How the transformer treats TrainJobs."""
+
+    keep_trainjobs: bool = False
+    validate: bool = True
+    compile: CompileOptions | None = None
+    policies: PolicyChecker | None = None
+
+
+def transform(sources: Sequence[Source], builtin: Sequence[Document] = (),
+              opts: PassOptions | None = None) -> Iterator[Item]:
+    """Each input resource in input order, TrainJobs expanded; loose diagnostics (broken
+    documents, the runtimes' own problems) come as items without an object."""
+    opts = opts or PassOptions()
+    table, notes = runtime_table(sources, builtin)
+    if notes:
+        yield Item(None, notes)
+    validator = Validator(table, policies=opts.policies) if opts.validate else None
+    for source in sources:
+        tool_file = toolfiles.skipped(source)
+        if tool_file is not None:
+            yield Item(None, [tool_file])
+            continue
+        for doc in iter_source(source):
+            if isinstance(doc, Diagnostic):
+                yield Item(None, [doc])
+                continue
+            kind = kind_of(doc)
+            if isinstance(kind, Diagnostic):
+                yield _other(doc, kind)
+            elif kind == "TrainJob":
+                yield from _trainjob(doc, table, validator, opts)
+            else:
+                found = validator.runtime(doc).diagnostics if validator else []
+                if opts.policies is not None:
+                    found = opts.policies.once(found)
+                yield Item(doc.data, found, doc)
+
+
+def _other(doc: Document, why: Diagnostic) -> Item:
+    """A resource tjc does not own passes through silently; a broken one is reported."""
+    if why.rule == SKIPPED or why.severity is not Severity.ERROR:
+        return Item(doc.data, [], doc)
+    return Item(None, [why], doc)
+
+
+def _trainjob(doc: Document, table: dict[RuntimeKey, RuntimeEntry], validator: Validator | None,
+              opts: PassOptions) -> Iterator[Item]:
+    result = render_one(doc, table, validator, opts.compile)
+    if opts.policies is not None:
+        result.diagnostics = opts.policies.once(result.diagnostics)
+    if opts.keep_trainjobs:
+        yield Item(doc.data, [], doc)
+    if not result.objects:
+        yield Item(None, result.diagnostics, doc)
+        return
+    first, *rest = result.objects
+    yield Item(first, result.diagnostics, doc)
+    for obj in rest:
+        yield Item(obj, [], doc)

@@ -1,0 +1,134 @@
+"""Input documents: which kind each is, and the table of runtimes TrainJobs resolve against.
+
+Shared by the render and validate applications. The first pass over the inputs collects the
+runtimes (only sources whose text can hold one are parsed); user runtimes replace built-in ones
+with a notice, and a runtime defined twice is an error. YAML that is not a Kubernetes object
+(no apiVersion and kind: kustomization or CI workflow files; Helm templates) is skipped with a
+notice. No I/O beyond `Document`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+from compiler.common.diagnostics import Diagnostic, Severity, error
+from compiler.core.compile import PreparedRuntime, prepare_runtime
+from compiler.core.resolve import RUNTIME_KINDS, RuntimeKey, runtime_key
+from compiler.io import toolfiles
+from compiler.io.loader import Document, Source, iter_source
+
+TRAINER_API = "trainer.kubeflow.org/v1alpha1"
+TRAINER_GROUP = "trainer.kubeflow.org/"
+
+
+@dataclass
+class RuntimeEntry:
+    """A known runtime and, once a TrainJob needed it, its prepared form."""
+
+    doc: Document
+    prepared: PreparedRuntime | None = None
+
+    def get(self) -> PreparedRuntime:
+        """Prepare the runtime on first use."""
+        if self.prepared is None:
+            self.prepared = prepare_runtime(self.doc.data)
+        return self.prepared
+
+
+def kind_of(doc: Document) -> str | Diagnostic:
+    """`TrainJob`, a runtime kind, or why the document is skipped or wrong."""
+    api, kind = doc.data.get("apiVersion"), doc.data.get("kind")
+    if api is None and kind is None:
+        return Diagnostic(Severity.NOTICE, "TJC-INPUT-NOT-KUBERNETES",
+                          "skipped: not a Kubernetes object (no apiVersion and kind; e.g. a "
+                          "kustomization or workflow file)").at(doc.locate())
+    if not isinstance(api, str) or not isinstance(kind, str) or not api or not kind:
+        return error("TJC-INPUT-NO-KIND", "document has no apiVersion and kind; expected a "
+                     "TrainJob, TrainingRuntime or ClusterTrainingRuntime").at(doc.locate())
+    if api == TRAINER_API and kind in ("TrainJob", *RUNTIME_KINDS):
+        return kind
+    if api.startswith(TRAINER_GROUP):
+        return error("TJC-INPUT-UNKNOWN-KIND", f"unknown kind {kind} of {api}; expected "
+                     f"TrainJob, TrainingRuntime or ClusterTrainingRuntime of {TRAINER_API}",
+                     ("kind",)).at(doc.locate(("kind",)))
+    return Diagnostic(Severity.NOTICE, "TJC-INPUT-SKIPPED",
+                      f"skipped {kind} ({api}): not a Kubeflow Trainer kind").at(doc.locate())
+
+
+# A block-style `kind:` line indented under a key (a TrainJob's runtimeRef), and an indented
+# apiVersion (a whole document indented, or a fieldRef: then the file is parsed to be sure).
+_INDENTED_KIND = re.compile(r"^[ \t]+kind:[ \t]*[\"']?(?:Cluster)?TrainingRuntime[\"']?[ \t]*$",
+                            re.M)
+_INDENTED_API = re.compile(r"^[ \t]+apiVersion[ \t]*:", re.M)
+
+
+def _may_hold_runtime(source: Source) -> bool:
+    """Whether a file can hold a runtime: it names one other than in runtimeRef lines."""
+    text = source.text
+    mentions = text.count("TrainingRuntime")
+    if not mentions:
+        return False
+    only_refs = len(_INDENTED_KIND.findall(text)) == mentions and "List" not in text \
+        and _INDENTED_API.search(text) is None
+    return not only_refs
+
+
+def runtime_table(sources: Iterable[Source], builtin: Sequence[Document]
+                  ) -> tuple[dict[RuntimeKey, RuntimeEntry], list[Diagnostic]]:
+    """Built-ins, then the runtimes of `sources`; a user runtime replaces a built-in one."""
+    table = {runtime_key(doc.data): RuntimeEntry(doc) for doc in builtin}
+    notes: list[Diagnostic] = []
+    for source in filter(_may_hold_runtime, sources):
+        for doc in iter_source(source):
+            if isinstance(doc, Document) and kind_of(doc) in RUNTIME_KINDS:
+                notes.extend(_add_runtime(table, doc))
+    return table, notes
+
+
+def runtime_files(table: dict[RuntimeKey, RuntimeEntry]) -> set[str]:
+    """The input files the runtimes of a table come from (all a second process reading the
+    same inputs needs to build the same table)."""
+    return {e.doc.source.name for e in table.values()
+            if not e.doc.source.name.startswith("<builtin>")}
+
+
+def _add_runtime(table: dict[RuntimeKey, RuntimeEntry], doc: Document) -> list[Diagnostic]:
+    key = runtime_key(doc.data)
+    previous = table.get(key)
+    name = ("metadata", "name")
+    if previous is not None and not previous.doc.source.name.startswith("<builtin>"):
+        return [error("TJC-RUNTIME-DUPLICATE", f"{key.kind} {key.name} is defined twice (also "
+                      f"at {previous.doc.locate()})", name).at(doc.locate(name))]
+    table[key] = RuntimeEntry(doc)
+    if previous is None:
+        return []
+    return [Diagnostic(Severity.NOTICE, "TJC-RUNTIME-OVERRIDE", f"{key.kind} {key.name} "
+                       "overrides the built-in runtime", name).at(doc.locate(name))]
+
+
+def classified(sources: Iterable[Source]) -> Iterator[tuple[Document, str] | Diagnostic]:
+    """Each document of the sources with its kind (TrainJob or a runtime kind), in input
+    order; a diagnostic for each document that is broken, of an unknown kind or skipped."""
+    for source in sources:
+        tool_file = toolfiles.skipped(source)
+        if tool_file is not None:
+            yield tool_file
+            continue
+        for doc in iter_source(source):
+            kind = doc if isinstance(doc, Diagnostic) else kind_of(doc)
+            if isinstance(kind, Diagnostic):
+                yield _template(kind, source)
+            elif isinstance(doc, Document):
+                yield doc, kind
+
+
+def _template(found: Diagnostic, source: Source) -> Diagnostic:
+    """A YAML syntax error in a file with template markers (a Helm chart's templates/) is a
+    notice that the file was skipped, not an error: it is not a Kubernetes object yet."""
+    if found.rule != "TJC-INPUT-SYNTAX" or "{{" not in source.text:
+        return found
+    return Diagnostic(Severity.NOTICE, "TJC-INPUT-TEMPLATE", "skipped: a template (such as a "
+                      "Helm chart's), not YAML until rendered; validate its rendered output",
+                      locations=found.locations)

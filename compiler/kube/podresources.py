@@ -1,0 +1,90 @@
+"""Resource amounts the Pods would be refused for, found before any Pod exists.
+
+The CRDs accept any quantity in `resources` and `resourcesPerNode`; the API server refuses
+the Pod later (`ValidateResourceRequirements` of Kubernetes' core validation): every amount
+must be greater than or equal to 0, and an extended resource (a vendor's device such as
+`nvidia.com/gpu`: a qualified name with a domain that is not `kubernetes.io`) must be a whole
+number. A TrainJob or runtime that asks for -1 or 0.5 GPUs is taken by the cluster and gets
+its JobSet, whose Pods never start: an error about the Pods (subject `pods`), so render still
+prints what the controller builds and exits 1. Pure; called by
+`compiler.validate.documents.check_document`.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
+from typing import Any
+
+from compiler.common.diagnostics import Diagnostic, Path, error
+from compiler.kube.objectmeta import is_qualified_name
+from compiler.kube.quantity import QuantityError, parse
+
+_HOLDERS = frozenset({"resources", "resourcesPerNode"})
+_MAX_WALK = 100
+
+
+def is_extended(name: str) -> bool:
+    """`IsExtendedResourceName`: not native (no `/`, or a kubernetes.io domain), not a quota
+    `requests.` name, and a qualified name once prefixed with `requests.`."""
+    native = "/" not in name or "kubernetes.io/" in name
+    return not native and not name.startswith("requests.") and \
+        not is_qualified_name(f"requests.{name}")
+
+
+def validate(data: Any) -> list[Diagnostic]:
+    """Every negative amount and every fractional extended-resource amount in a document."""
+    out: list[Diagnostic] = []
+    _walk(data, (), 0, out)
+    return out
+
+
+def _walk(value: Any, path: Path, depth: int, out: list[Diagnostic]) -> None:
+    """Depth-first, in document order; only collections are entered (scalars hold nothing)."""
+    if depth > _MAX_WALK:
+        return
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(item, dict):
+                if key in _HOLDERS:
+                    out.extend(_amounts(item, (*path, key)))
+                _walk(item, (*path, key), depth + 1, out)
+            elif isinstance(item, list):
+                _walk(item, (*path, key), depth + 1, out)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            if isinstance(item, (dict, list)):
+                _walk(item, (*path, i), depth + 1, out)
+
+
+def _amounts(holder: dict[str, Any], path: Path) -> Iterator[Diagnostic]:
+    for group in ("requests", "limits"):
+        amounts = holder.get(group)
+        if not isinstance(amounts, dict):
+            continue
+        for name, amount in amounts.items():
+            yield from _amount(name, amount, (*path, group, name))
+
+
+def _amount(name: str, amount: Any, path: Path) -> Iterator[Diagnostic]:
+    if isinstance(amount, bool) or not isinstance(amount, (str, int)):
+        return
+    problem = _problem(name, amount) if isinstance(name, str) else None
+    if problem is not None:
+        yield error(problem[0], problem[1], path, subject="pods")
+
+
+@functools.lru_cache(maxsize=4096)
+def _problem(name: str, amount: str | int) -> tuple[str, str] | None:
+    """(rule, message) of one amount of one resource, or None (the same pairs recur)."""
+    try:
+        value = parse(amount).value
+    except QuantityError:
+        return None
+    if value < 0:
+        return ("TJC-RESOURCE-NEGATIVE", f"{name} is {amount}: must be greater than or "
+                "equal to 0; the Pods would be refused")
+    if is_extended(name) and value.denominator != 1:
+        return ("TJC-RESOURCE-NOT-INTEGER", f"{name} is {amount}: an extended resource "
+                "must be an integer; the Pods would be refused")
+    return None

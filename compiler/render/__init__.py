@@ -1,0 +1,3 @@
+"""The render application (`tjc render`): input sources in, one result per TrainJob out
+(`pipeline`).
+"""

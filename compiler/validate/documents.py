@@ -1,0 +1,242 @@
+"""The validate application: input sources in, located diagnostics out, for every document.
+
+For each TrainJob and runtime: the structural pass, CRD defaulting, the JSON Schema and CEL
+layers (CEL transition rules only against the previous version of the same object, from
+`--against`), then upstream's webhook rules and the quirk warnings. A runtime is checked once,
+however many TrainJobs use it. Everything wrong is reported in one run. Called by `tjc validate`
+and, per TrainJob, by the render application before it compiles. No I/O beyond `Document`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from compiler.common.diagnostics import Diagnostic, ObjectRef, Severity, error, has_errors, refused
+from compiler.common.jsondata import Obj
+from compiler.core import admission, webhook
+from compiler.core.compile import compile_defaulted
+from compiler.core.resolve import (
+    ObjectKey,
+    RuntimeKey,
+    object_key,
+    object_ref,
+    runtime_key,
+    wanted_key,
+)
+from compiler.io.inputs import RuntimeEntry, classified, runtime_table
+from compiler.io.loader import Document, Source, iter_source
+from compiler.kube import podresources
+from compiler.validate import quirks
+
+if TYPE_CHECKING:
+    from compiler.policy.check import PolicyChecker
+
+
+@dataclass
+class Checked:
+    """A document after the structural pass and defaulting, with its own diagnostics."""
+
+    doc: Document
+    data: Obj
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+
+def check_document(doc: Document, old: Obj | None = None) -> Checked:
+    """Structural pass, defaults, JSON Schema and CEL for one document."""
+    data, diagnostics = admission.check_object(str(doc.data.get("kind")), doc.data, old)
+    diagnostics = diagnostics + podresources.validate(data)
+    return Checked(doc, data, diagnostics)
+
+
+def _well_typed(checked: Checked) -> Obj:
+    """The document without its wrongly typed values (`admission.well_typed`)."""
+    return admission.well_typed(checked.data, checked.diagnostics)
+
+
+def _elsewhere(key: RuntimeKey, table: dict[RuntimeKey, RuntimeEntry]) -> list[Diagnostic]:
+    """A notice when a TrainingRuntime of that name exists only in other namespaces."""
+    others = sorted(k.namespace for k in table if (k.kind, k.name) == (key.kind, key.name))
+    if key.kind != "TrainingRuntime" or not others:
+        return []
+    return [Diagnostic(Severity.NOTICE, "TJC-RUNTIME-OTHER-NAMESPACE",
+                       f"a TrainingRuntime {key.name} exists in namespace {', '.join(others)}, "
+                       f"but a TrainJob can use only a TrainingRuntime of its own namespace "
+                       f"({key.namespace}) or a ClusterTrainingRuntime", ("spec", "runtimeRef"))]
+
+
+def _locate(diagnostics: Sequence[Diagnostic], checked: Checked, runtime: Document | None,
+            obj: ObjectRef) -> list[Diagnostic]:
+    out = []
+    for d in diagnostics:
+        where = runtime if d.subject == "runtime" and runtime is not None else checked.doc
+        out.append(replace(d, obj=d.obj or obj).at(where.locate(d.path)))
+    return sorted(out, key=lambda d: (d.locations[0], d.rule, d.message))
+
+
+class Validator:
+    """Validates documents against a runtime table, checking each runtime once."""
+
+    def __init__(self, table: dict[RuntimeKey, RuntimeEntry],
+                 previous: dict[ObjectKey, Obj] | None = None,
+                 policies: PolicyChecker | None = None) -> None:
+        self.table = table
+        self.previous = previous or {}
+        self.policies = policies
+        self.runtimes: dict[tuple[str, int, tuple[str | int, ...]], Checked] = {}
+
+    def runtime(self, doc: Document) -> Checked:
+        """A runtime document, checked (structure, schema, CEL, webhook) once."""
+        where = (doc.source.name, doc.index, doc.base)
+        checked = self.runtimes.get(where)
+        if checked is None:
+            old = self.previous.get(object_key(doc.data))
+            checked = check_document(doc, old)
+            checked.diagnostics += webhook.validate_runtime(_well_typed(checked), old=old)
+            checked.diagnostics = _locate(checked.diagnostics, checked, None, object_ref(doc.data))
+            if self.policies is not None:
+                checked.diagnostics += self.policies.document(doc, _well_typed(checked))
+            self.runtimes[where] = checked
+        return checked
+
+    def trainjob(self, doc: Document) -> list[Diagnostic]:
+        """Every diagnostic of one TrainJob, located in it or in its runtime."""
+        return self.check_trainjob(doc)[0]
+
+    def check_trainjob(self, doc: Document) -> tuple[list[Diagnostic], Obj]:
+        """Every diagnostic of one TrainJob, and the TrainJob after the structural pass and
+        defaulting (what the compile starts from)."""
+        old = self.previous.get(object_key(doc.data))
+        checked = check_document(doc, old)
+        key = wanted_key(checked.data)
+        if isinstance(key, Diagnostic):
+            found = _locate([*checked.diagnostics, key], checked, None, object_ref(doc.data))
+            return found, checked.data
+        entry = self.table.get(key)
+        rt = self.runtime(entry.doc) if entry is not None else None
+        found = list(checked.diagnostics)
+        if entry is None:
+            found += _elsewhere(key, self.table)
+        if rt is not None and refused(rt.diagnostics):
+            found.append(error("TJC-RUNTIME-INVALID", f"{key.kind} {key.name} has errors (reported "
+                               "at the runtime); a cluster would not hold it, so this TrainJob "
+                               "cannot run", ("spec", "runtimeRef")))
+        runtime = _well_typed(rt) if rt is not None else None
+        trainjob = _well_typed(checked)
+        found += webhook.validate_trainjob(trainjob, runtime, old=old)
+        if runtime is not None:
+            found += quirks.check(trainjob, runtime)
+        located = _locate(found, checked, entry.doc if entry else None, object_ref(doc.data))
+        if self.policies is not None:
+            located += self.policies.document(doc, trainjob)
+        return located, checked.data
+
+    def compiled(self, doc: Document, trainjob: Obj, entry: RuntimeEntry,
+                 objects: Sequence[Obj]) -> list[Diagnostic]:
+        """Policy diagnostics of the JobSet compiled from a valid TrainJob and its runtime."""
+        jobset = next((o for o in objects if o.get("kind") == "JobSet"), None)
+        if self.policies is None or jobset is None:
+            return []
+        return self.policies.jobset(doc, trainjob, entry.doc, entry.get(), jobset)
+
+    def trainjob_with_policies(self, doc: Document) -> list[Diagnostic]:
+        """`trainjob`, then (when valid) the policies of the JobSet it compiles to."""
+        found, data = self.check_trainjob(doc)
+        entry = self._policy_entry(found, data)
+        if entry is None:
+            return found
+        compiled = compile_defaulted(data, entry.get())
+        if has_errors(compiled.diagnostics):
+            return found
+        return found + self.compiled(doc, data, entry, compiled.objects)
+
+    def _policy_entry(self, found: list[Diagnostic], data: Obj) -> RuntimeEntry | None:
+        """The runtime of a valid TrainJob whose JobSet the policies are to check."""
+        if self.policies is None or refused(found):
+            return None
+        key = wanted_key(data)
+        return None if isinstance(key, Diagnostic) else self.table.get(key)
+
+
+def validate_stream(sources: Iterable[Source], builtin: Sequence[Document] = (),
+                    previous: Sequence[Source] = (),
+                    policies: PolicyChecker | None = None) -> Iterator[Diagnostic]:
+    """Every diagnostic of every input, in input order; runtimes' own problems once each.
+    With `policies`, each valid TrainJob is also compiled and its JobSet checked."""
+    validator, notes = prepare(sources, builtin, previous, policies)
+    yield from notes
+    for source in sources:
+        yield from _once(policies, validate_source(validator, source))
+
+
+def prepare(sources: Iterable[Source], builtin: Sequence[Document] = (),
+            previous: Sequence[Source] = (), policies: PolicyChecker | None = None
+            ) -> tuple[Validator, list[Diagnostic]]:
+    """The first pass: a validator over the runtimes of the inputs and the built-in ones,
+    with the previous versions; and the problems found on the way (duplicate runtimes,
+    unreadable previous versions), to report first."""
+    table, notes = runtime_table(sources, builtin)
+    old, problems = previous_versions(previous)
+    return Validator(table, old, policies), notes + problems
+
+
+def validate_source(validator: Validator, source: Source) -> list[Diagnostic]:
+    """Every diagnostic of one source, in order, before policy diagnostics already reported
+    are dropped (`PolicyChecker.once`, which the caller applies in input order)."""
+    return [d for item in classified([source]) for d in _validate_item(validator, item)]
+
+
+def _validate_item(validator: Validator, item: tuple[Document, str] | Diagnostic
+                   ) -> list[Diagnostic]:
+    if isinstance(item, Diagnostic):
+        return [item]
+    if item[1] == "TrainJob":
+        return validator.trainjob_with_policies(item[0])
+    if runtime_key(item[0].data) in validator.table:
+        return validator.runtime(item[0]).diagnostics
+    return []
+
+
+def _once(policies: PolicyChecker | None, found: list[Diagnostic]) -> list[Diagnostic]:
+    return found if policies is None else policies.once(found)
+
+
+def previous_versions(sources: Sequence[Source]) -> tuple[dict[ObjectKey, Obj], list[Diagnostic]]:
+    """The previous versions by object, and the problems reading them (a file that does not
+    parse must not pass for one without the objects)."""
+    out: dict[ObjectKey, Obj] = {}
+    problems: list[Diagnostic] = []
+    for source in sources:
+        for doc in iter_source(source):
+            if isinstance(doc, Document):
+                out[object_key(doc.data)] = doc.data
+            else:
+                problems.append(doc)
+    return out, problems
+
+
+def validate_documents(documents: Iterable[Mapping[str, Any]],
+                       runtimes: Iterable[Mapping[str, Any]] = (), *,
+                       previous: Iterable[Mapping[str, Any]] = (), builtin: bool = True,
+                       policies: PolicyChecker | None = None) -> list[Diagnostic]:
+    """`tjc validate` for documents already in memory (a controller's or admission hook's
+    objects): every diagnostic of each TrainJob and runtime in `documents`, resolving
+    runtimeRefs against them, `runtimes` and (unless `builtin=False`) the built-in runtimes;
+    `previous` holds the objects' previous versions (transition rules). Each diagnostic names
+    its object and field path; its location is `<document N>:line:col` in the document
+    printed as indented JSON."""
+    sources = [_memory(f"<document {i}>", doc) for i, doc in enumerate(documents)]
+    extra = [d for i, doc in enumerate(runtimes) for d in iter_source(_memory(
+        f"<runtime {i}>", doc)) if isinstance(d, Document)]
+    if builtin:
+        from compiler.io.builtin import builtin_runtimes
+
+        extra = [*builtin_runtimes(), *extra]
+    old = [_memory(f"<previous {i}>", doc) for i, doc in enumerate(previous)]
+    return list(validate_stream(sources, extra, old, policies))
+
+
+def _memory(name: str, doc: Mapping[str, Any]) -> Source:
+    return Source(name, json.dumps(doc, indent=2, default=str))
