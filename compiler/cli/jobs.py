@@ -12,7 +12,6 @@ usable core.
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import os
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -127,6 +126,8 @@ def ordered(plan: Plan[R], processes: int) -> Iterator[R]:
     if processes <= 1:
         yield from map(plan.task, runs)
         return
+    import multiprocessing  # only when there are workers to start
+
     context = multiprocessing.get_context("spawn")
     with context.Pool(processes, initializer=_init, initargs=(plan.factory, plan.payload)) \
             as pool:

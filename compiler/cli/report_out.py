@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import tempfile
 from collections import Counter
 from collections.abc import Callable
 from typing import Any, TextIO
@@ -43,6 +42,8 @@ class Report:
         self.failing = False
         self.spool: TextIO | None = None
         if fmt in ("json", "sarif"):
+            import tempfile  # only JSON and SARIF spool
+
             self.spool = tempfile.TemporaryFile(  # noqa: SIM115 (closed by finish)
                 "w+", encoding="utf-8")
 

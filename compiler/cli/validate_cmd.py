@@ -177,9 +177,11 @@ def _extra_runtimes(args: argparse.Namespace, sources: SourceFiles) -> list[Docu
 
 
 def _context(args: argparse.Namespace, checker: PolicyChecker | None) -> Context:
-    from compiler.cli import repo
-
     rules = {r.id: r.message for r in checker.policies.rules()} if checker else {}
-    top = repo.root() if args.format in ("sarif", "github") else None
+    top = None
+    if args.format in ("sarif", "github"):
+        from compiler.cli import repo  # runs git: only the formats that name the repository
+
+        top = repo.root()
     return Context(rules, 0, shlex.join(["tjc", *sys.argv[1:]]), os.getcwd(),
                    str(top) if top else None, builtin_uris())
