@@ -18,13 +18,13 @@ from typing import Any
 import pytest
 
 from compiler.common.diagnostics import Diagnostic
+from compiler.common.jsondata import Obj
 from compiler.io.builtin import builtin_runtimes
 from compiler.io.loader import Source, parse_source
 from compiler.kube import admitwalk, schema, structural
 from compiler.kube.defaults import default_in_place
 from tests import goldenfile
 
-Obj = dict[str, Any]
 KINDS = ("TrainJob", "TrainingRuntime", "ClusterTrainingRuntime", "JobSet")
 REPLACEMENTS: list[Any] = [None, "text", 7, 2.0, 2.5, True, [], {}, [None, 1], {"x": None},
                            ["a", "a"], -1, "8 Gi", [{"name": "a"}, {"name": "a"}]]

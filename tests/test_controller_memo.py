@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
+from compiler.common.jsondata import Obj
 from compiler.controller import ownership, snapshot
 from compiler.controller import reconcile as rc
 from compiler.controller import status as st
@@ -21,7 +22,6 @@ from compiler.core.context import SSHKeyPair
 from compiler.core.plugins.base import controller_reference
 from tests.test_controller_units import RUNTIMES, FakeKube, FakeStore, _trainjob
 
-Obj = dict[str, Any]
 NOW = 1_800_000_000.0
 KEY = ("ns", "j")
 

@@ -18,11 +18,10 @@ from typing import Any, ClassVar
 import pytest
 import yaml
 
+from compiler.common.jsondata import Obj
 from compiler.controller import rest
 from compiler.controller.kube import CONFIGMAP, TRAINJOB, ApiError, Kube, client_from_kubeconfig
 from tests.e2e.cluster import LOOPBACK, _CertificateAuthority, _pem_cert, _pem_key
-
-Obj = dict[str, Any]
 
 
 class Handler(BaseHTTPRequestHandler):

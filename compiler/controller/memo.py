@@ -39,9 +39,10 @@ from typing import Any, TypeVar
 
 import yaml
 
+from compiler.common.jsondata import Obj
+
 T = TypeVar("T")
 
-Obj = dict[str, Any]
 Key = tuple[str, str]
 Identity = tuple[str, str, str, str]  # apiVersion, kind, namespace, name
 RUNTIMES_KEPT = 32

@@ -29,7 +29,8 @@ from urllib.parse import urlencode
 import urllib3
 import yaml
 
-Obj = dict[str, Any]
+from compiler.common.jsondata import Obj
+
 SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 TOKEN_REREAD_SECONDS = 60.0
 
