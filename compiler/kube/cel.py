@@ -48,7 +48,7 @@ from compiler.common.diagnostics import Diagnostic, Severity
 from compiler.common.diagnostics import Path as FieldPath
 from compiler.kube import celstore
 from compiler.kube.celstore import ProgramStore, library_stamp
-from compiler.kube.schematree import KIND_KEYS, SCHEMA_DIR
+from compiler.kube.schematree import KIND_KEYS, load_schema, schema_source
 
 SUBJECT = "document"
 GENERIC_ID = "TJC-CEL"
@@ -188,12 +188,12 @@ def _plan(kind: str) -> _Node | str:
 def _load_plan(kind: str) -> _Node | str:
     key = KIND_KEYS[kind]
     try:
-        source = (SCHEMA_DIR / f"{key}.json").read_bytes()
+        source = schema_source(kind)
         stored = celstore.read_plan(key, source)
         if stored is not None:
             with contextlib.suppress(TypeError, ValueError, AttributeError):
                 return _decode_plan(stored)
-        schema = json.loads(source.decode("utf-8"))
+        schema = load_schema(kind)  # the JSON the schema tree is built from, parsed once
     except (OSError, ValueError) as exc:
         return f"the CRD schema {key}.json cannot be read ({exc}); CEL rules are not checked"
     node = _build(schema) if isinstance(schema, dict) else None

@@ -61,10 +61,16 @@ def kind_key(kind: str) -> str:
 
 
 @functools.cache
+def schema_source(kind: str) -> bytes:
+    """The packaged JSON Schema file of `kind`, as bytes (read once; the CEL plan cache is
+    keyed by them)."""
+    return (SCHEMA_DIR / f"{kind_key(kind)}.json").read_bytes()
+
+
+@functools.cache
 def load_schema(kind: str) -> dict[str, Any]:
-    """The packaged JSON Schema of `kind` (read once)."""
-    path = SCHEMA_DIR / f"{kind_key(kind)}.json"
-    schema: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    """The packaged JSON Schema of `kind` (parsed once)."""
+    schema: dict[str, Any] = json.loads(schema_source(kind).decode("utf-8"))
     return schema
 
 
