@@ -89,11 +89,16 @@ def _start_tjc(kubeconfig: str, full: cp.FullControlPlane) -> int:
     raise cl.ClusterError("tjc controller not ready after 60s")
 
 
-def _count(api: Any, plural: str, done: Any = None) -> int:
+def _list(api: Any, plural: str) -> list[dict[str, Any]]:
+    """Every JobSet or TrainJob of the load namespace."""
     group = "jobset.x-k8s.io/v1alpha2" if plural == "jobsets" else TRAINER
-    items = cl.api_request(api, "GET", f"/apis/{group}/namespaces/{NAMESPACE}/{plural}",
-                           timeout=120)["items"]
-    return sum(1 for item in items if done is None or done(item))
+    items: list[dict[str, Any]] = cl.api_request(
+        api, "GET", f"/apis/{group}/namespaces/{NAMESPACE}/{plural}", timeout=120)["items"]
+    return items
+
+
+def _count(api: Any, plural: str, done: Any = None) -> int:
+    return sum(1 for item in _list(api, plural) if done is None or done(item))
 
 
 def _finished_at(item: dict[str, Any], kind: str) -> float | None:
@@ -109,14 +114,9 @@ def _where_the_time_went(api: Any, wall0: float) -> tuple[float, tuple[float, fl
     """Seconds from the first create until the last JobSet was Completed (by the JobSet
     controller's own condition time), and the median and largest lag from a JobSet's
     Completed to its TrainJob's Complete (what the TrainJob controller adds)."""
-    def listed(plural: str) -> list[dict[str, Any]]:
-        group = "jobset.x-k8s.io/v1alpha2" if plural == "jobsets" else TRAINER
-        found: list[dict[str, Any]] = cl.api_request(
-            api, "GET", f"/apis/{group}/namespaces/{NAMESPACE}/{plural}", timeout=120)["items"]
-        return found
-    jobsets = {j["metadata"]["name"]: _finished_at(j, "Completed") for j in listed("jobsets")}
+    jobsets = {j["metadata"]["name"]: _finished_at(j, "Completed") for j in _list(api, "jobsets")}
     lags = []
-    for job in listed("trainjobs"):
+    for job in _list(api, "trainjobs"):
         done, jobset_done = _finished_at(job, "Complete"), jobsets.get(job["metadata"]["name"])
         if done is not None and jobset_done is not None:
             lags.append(done - jobset_done)
