@@ -51,7 +51,12 @@ def write(run_dir: Path, python: str, hosts: list[str]) -> Path:
 def mpi_env(bin_dir: Path) -> dict[str, str]:
     """What an Open MPI launcher needs to start its ranks through the ssh stand-in (a pod's
     own env still wins)."""
-    env = {"OMPI_MCA_plm_rsh_agent": str(bin_dir / "tjc-ssh")}
+    env = {"OMPI_MCA_plm_rsh_agent": str(bin_dir / "tjc-ssh"),
+           # Every "node" is this machine. Open MPI 4's orted otherwise maps its hwloc topology
+           # into shared memory at the biggest hole it finds in its address space; with some
+           # address layouts that hole borders the stack and orted crashes (SIGSEGV in
+           # hwloc_shmem_topology_write). The shared copy only saves ranks a topology scan.
+           "OMPI_MCA_rtc_hwloc_vmhole": "none"}
     if os.geteuid() == 0:  # containers run as their user; locally mpirun may be root
         env |= {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
     return env
