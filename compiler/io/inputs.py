@@ -17,7 +17,7 @@ from compiler.common.diagnostics import Diagnostic, Severity, error
 from compiler.core.compile import PreparedRuntime, prepare_runtime
 from compiler.core.resolve import RUNTIME_KINDS, RuntimeKey, runtime_key
 from compiler.io import toolfiles
-from compiler.io.loader import Document, Source, iter_source
+from compiler.io.loader import Document, Source, SourceFiles, iter_source
 
 TRAINER_API = "trainer.kubeflow.org/v1alpha1"
 TRAINER_GROUP = "trainer.kubeflow.org/"
@@ -59,28 +59,57 @@ def kind_of(doc: Document) -> str | Diagnostic:
 
 # A block-style `kind:` line indented under a key (a TrainJob's runtimeRef), and an indented
 # apiVersion (a whole document indented, or a fieldRef: then the file is parsed to be sure).
-_INDENTED_KIND = re.compile(r"^[ \t]+kind:[ \t]*[\"']?(?:Cluster)?TrainingRuntime[\"']?[ \t]*$",
-                            re.M)
-_INDENTED_API = re.compile(r"^[ \t]+apiVersion[ \t]*:", re.M)
+_REF_LINE = re.compile(rb"[ \t]+kind:[ \t]*[\"']?(?:Cluster)?TrainingRuntime[\"']?[ \t]*")
+_API_AFTER = re.compile(rb"[ \t]*:")
+_MENTION, _API, _BLANK = b"TrainingRuntime", b"apiVersion", b" \t"
+
+
+def may_hold_runtime(text: bytes) -> bool:
+    """Whether a file (its UTF-8 bytes, without a byte order mark) can hold a runtime: it
+    names one other than in runtimeRef `kind:` lines, or it is a List, or it has an indented
+    apiVersion. Only the lines naming a runtime or an apiVersion are looked at."""
+    at = text.find(_MENTION)
+    if at < 0:
+        return False
+    if b"List" in text or any(_indented_api(text, i) for i in _occurrences(text, _API)):
+        return True
+    return not all(_REF_LINE.fullmatch(text, *_line(text, i))
+                   for i in _occurrences(text, _MENTION, at))
+
+
+def _occurrences(text: bytes, word: bytes, at: int = 0) -> Iterator[int]:
+    at = text.find(word, at)
+    while at >= 0:
+        yield at
+        at = text.find(word, at + len(word))
+
+
+def _line(text: bytes, at: int) -> tuple[int, int]:
+    """Where the line holding `at` starts and ends (before its newline)."""
+    end = text.find(b"\n", at)
+    return text.rfind(b"\n", 0, at) + 1, len(text) if end < 0 else end
+
+
+def _indented_api(text: bytes, at: int) -> bool:
+    """An `apiVersion` at `at` is a key after only blanks, and the line starts with one."""
+    start = text.rfind(b"\n", 0, at) + 1
+    return start < at and not text[start:at].strip(_BLANK) and \
+        _API_AFTER.match(text, at + len(_API)) is not None
 
 
 def _may_hold_runtime(source: Source) -> bool:
-    """Whether a file can hold a runtime: it names one other than in runtimeRef lines."""
-    text = source.text
-    mentions = text.count("TrainingRuntime")
-    if not mentions:
-        return False
-    only_refs = len(_INDENTED_KIND.findall(text)) == mentions and "List" not in text \
-        and _INDENTED_API.search(text) is None
-    return not only_refs
+    return may_hold_runtime(source.text.encode("utf-8", "surrogatepass"))
 
 
 def runtime_table(sources: Iterable[Source], builtin: Sequence[Document]
                   ) -> tuple[dict[RuntimeKey, RuntimeEntry], list[Diagnostic]]:
-    """Built-ins, then the runtimes of `sources`; a user runtime replaces a built-in one."""
+    """Built-ins, then the runtimes of `sources`; a user runtime replaces a built-in one.
+    Files (`SourceFiles`) are scanned as bytes and only those that may hold one are decoded."""
     table = {runtime_key(doc.data): RuntimeEntry(doc) for doc in builtin}
     notes: list[Diagnostic] = []
-    for source in filter(_may_hold_runtime, sources):
+    candidates = sources.where(may_hold_runtime) if isinstance(sources, SourceFiles) else \
+        filter(_may_hold_runtime, sources)
+    for source in candidates:
         for doc in iter_source(source):
             if isinstance(doc, Document) and kind_of(doc) in RUNTIME_KINDS:
                 notes.extend(_add_runtime(table, doc))

@@ -11,6 +11,7 @@ diagnostic needs them: `Document.locate` re-composes the file once and maps fiel
 from __future__ import annotations
 
 import contextlib
+import io
 import itertools
 import math
 import os
@@ -18,10 +19,10 @@ import re
 import sys
 from array import array
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, overload
+from typing import Any, BinaryIO, overload
 
 import yaml
 
@@ -41,6 +42,7 @@ from compiler.io.yamlscalars import mapping_key
 
 MAX_BYTES = 64 * 1024 * 1024
 SUFFIXES = (".yaml", ".yml", ".json")
+_BOM = b"\xef\xbb\xbf"
 
 
 class _Loader(yaml.CSafeLoader):
@@ -317,13 +319,20 @@ def _walk_node(node: yaml.Node, path: FieldPath, table: dict[FieldPath, tuple[in
 
 def read_source(path: str) -> Source:
     """Read one file or stdin (`-`), bounded in size; unreadable input is an InputError."""
+    name, raw = read_bytes(path)
+    return Source(name, _decoded(name, raw))
+
+
+def read_bytes(path: str) -> tuple[str, bytes]:
+    """The name and bytes of one file or stdin (`-`), bounded in size as `read_source`
+    bounds them (not yet decoded); unreadable input is an InputError."""
     try:
         if path == "-":
-            raw = sys.stdin.buffer.read(MAX_BYTES + 1)
+            raw = _read_bounded(sys.stdin.buffer)
             name = "<stdin>"
         else:
             with open(path, "rb") as handle:
-                raw = handle.read(MAX_BYTES + 1)
+                raw = _read_bounded(handle)
             name = path
     except OSError as exc:
         raise InputError(error("TJC-INPUT-UNREADABLE",
@@ -331,8 +340,26 @@ def read_source(path: str) -> Source:
     if len(raw) > MAX_BYTES:
         raise InputError(error("TJC-INPUT-TOO-LARGE",
                                f"{name} is larger than {MAX_BYTES // (1024 * 1024)} MiB"))
+    return name, raw
+
+
+def _read_bounded(handle: BinaryIO) -> bytes:
+    """At most MAX_BYTES + 1 bytes, asked for by the file's size when it has one (asking for
+    the bound itself makes every read allocate it); a file that grew is read on to the bound."""
     try:
-        return Source(name, raw.decode("utf-8-sig"))
+        size = os.fstat(handle.fileno()).st_size
+    except (OSError, ValueError, io.UnsupportedOperation):  # no file descriptor
+        size = 0
+    want = min(size, MAX_BYTES) + 1 if size > 0 else MAX_BYTES + 1
+    raw = handle.read(want)
+    if len(raw) == want <= MAX_BYTES:
+        raw += handle.read(MAX_BYTES + 1 - want)
+    return raw
+
+
+def _decoded(name: str, raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise InputError(error("TJC-INPUT-ENCODING",
                                f"{name} is not UTF-8 text: {exc.reason}")) from exc
@@ -520,6 +547,21 @@ class SourceFiles:
                              if ("<stdin>" if p == "-" else p) in names)
         out._stdin = self._stdin
         return out
+
+    def where(self, test: Callable[[bytes], bool]) -> Iterator[Source]:
+        """The sources whose text, as UTF-8 bytes without a byte order mark, passes `test`,
+        in input order. Every file is read and checked as `read_source` checks it (the same
+        errors, in the same order), but only those that pass are decoded."""
+        for path in self.paths:
+            if path == "-" and self._stdin is not None:
+                if test(self._stdin.text.encode()):
+                    yield self._stdin
+                continue
+            name, raw = read_bytes(path)
+            if test(raw[len(_BOM):] if raw.startswith(_BOM) else raw):
+                yield Source(name, _decoded(name, raw))
+            elif not raw.isascii():
+                _decoded(name, raw)  # not UTF-8: the error reading it as a source gives
 
     def size(self) -> int:
         """The inputs' total size in bytes (as the files are now)."""
