@@ -136,19 +136,43 @@ def test_a_workers_input_or_setup_error_is_raised_in_the_parent() -> None:
     def unreadable(indices: list[int]) -> None:
         raise InputError(problem)
 
-    def broken_setup(payload: object) -> jobs.Task:
+    def broken_setup(payload: object) -> jobs.Setup:
         raise PolicySetupError([problem])
 
+    def broken_runtimes(shared: object) -> jobs.Task:
+        raise InputError(problem)
+
     try:
-        jobs._init(lambda payload: unreadable, None)
-        failure = jobs._run([0])
+        jobs._setup(lambda payload: lambda shared: unreadable, None)
+        failure = jobs._run(frozenset(), [0])
         assert isinstance(failure, jobs.Failure)
         with pytest.raises(InputError) as raised:
             failure.raise_it()
         assert raised.value.diagnostic == problem
-        jobs._init(broken_setup, None)
+        jobs._setup(broken_setup, None)
         with pytest.raises(PolicySetupError) as setup:
-            jobs._run([0]).raise_it()
+            jobs._run(frozenset(), [0]).raise_it()
         assert setup.value.diagnostics == [problem]
+        jobs._setup(lambda payload: broken_runtimes, None)
+        with pytest.raises(InputError) as runtimes:
+            jobs._run(frozenset({"r.yaml"}), [0]).raise_it()
+        assert runtimes.value.diagnostic == problem
     finally:
-        jobs._TASK = None
+        jobs._SETUP = jobs._TASK = None
+
+
+def test_a_worker_sets_its_task_up_once_per_runtime_files() -> None:
+    made: list[object] = []
+
+    def setup(shared: object) -> jobs.Task:
+        made.append(shared)
+        return lambda indices: (shared, indices)
+
+    try:
+        jobs._setup(lambda payload: setup, None)
+        first, second = frozenset({"a.yaml"}), frozenset({"b.yaml"})
+        results = [jobs._run(s, [i]) for i, s in enumerate([first, first, second, second])]
+        assert results == [(first, [0]), (first, [1]), (second, [2]), (second, [3])]
+        assert made == [first, second]
+    finally:
+        jobs._SETUP = jobs._TASK = None

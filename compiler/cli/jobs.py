@@ -1,28 +1,34 @@
 """`-j N`: the files of an input spread over worker processes, results in input order.
 
-The inputs are cut into runs of consecutive files; each worker process (started fresh, not
-forked: the CUE evaluator's Go runtime does not survive a fork) sets itself up as the parent
-did, from the same options and the files holding runtimes, and returns what each run of files
-gave. The parent takes the results in input order and prints them as it would its own, so the
-output is the same for every N. Only a few runs are in flight at once, so memory does not grow
-with the input. Without `-j`, inputs of MIN_BYTES or more in more than one file use every
-usable core.
+The inputs are cut into runs of consecutive files. Each worker process (started fresh, not
+forked: the CUE evaluator's Go runtime does not survive a fork) is started before the parent's
+first pass over the inputs and meanwhile sets itself up from the same options; the names of
+the files holding runtimes, which that pass finds, come with each run of files (a worker reads
+those files once), and the worker returns what each run gave. The parent takes the results in
+input order and prints them as it would its own, so the output is the same for every N. Only
+a few runs are in flight at once, so memory does not grow with the input. Without `-j`,
+inputs of MIN_BYTES or more in more than one file use every usable core.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import pickle
+import threading
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from compiler.cli.policy_opts import PolicySetupError
 from compiler.common.diagnostics import Diagnostic
 from compiler.common.errors import InputError, TjcError
-from compiler.io.loader import SourceFiles
+
+if TYPE_CHECKING:
+    import multiprocessing.pool
+
+    from compiler.io.loader import SourceFiles
 
 MIN_BYTES = 1_000_000
 MAX_RUN = 32  # files per task
@@ -77,67 +83,136 @@ class Failure:
 
     def raise_it(self) -> None:
         """Raise what the worker met, as the parent would have."""
+        from compiler.cli.policy_opts import PolicySetupError
+
         if self.setup:
             raise PolicySetupError(self.diagnostics)
         raise InputError(self.diagnostics[0])
 
 
-_TASK: Task | Failure | None = None
+Setup = Callable[[Any], Task]  # in a worker: the task for what the parent's first pass found
+
+_SETUP: Setup | Failure | None = None
+_TASK: tuple[Hashable, Task | Failure] | None = None  # the last task set up, by what for
 
 
-def _init(factory: Callable[[Any], Task], payload: Any) -> None:
-    global _TASK
+def _init(pickled: bytes) -> None:
+    """Set a worker up: `pickled` holds the factory and its payload, pickled in the parent so
+    that the new process reads them off its pipe at once, before the imports they need."""
+    _setup(*pickle.loads(pickled))
+
+
+def _setup(factory: Callable[[Any], Setup], payload: Any) -> None:
+    global _SETUP, _TASK
+    _TASK = None
     try:
-        _TASK = factory(payload)
+        _SETUP = factory(payload)
     except TjcError as exc:
-        _TASK = _failure(exc)
+        _SETUP = _failure(exc)
 
 
 def _failure(exc: TjcError) -> Failure:
+    from compiler.cli.policy_opts import PolicySetupError
+
     if isinstance(exc, PolicySetupError):
         return Failure(exc.diagnostics, setup=True)
     return Failure([exc.diagnostic])
 
 
-def _run(indices: list[int]) -> Any:
-    if _TASK is None or isinstance(_TASK, Failure):
-        return _TASK or Failure()
+def _task(shared: Hashable) -> Task | Failure:
+    """The task set up for `shared` (the same for every task of a run: set up once)."""
+    global _TASK
+    if _SETUP is None or isinstance(_SETUP, Failure):
+        return _SETUP or Failure()
+    if _TASK is None or _TASK[0] != shared:
+        try:
+            _TASK = (shared, _SETUP(shared))
+        except TjcError as exc:
+            _TASK = (shared, _failure(exc))
+    return _TASK[1]
+
+
+def _run(shared: Hashable, indices: list[int]) -> Any:
+    task = _task(shared)
+    if isinstance(task, Failure):
+        return task
     try:
-        return _TASK(indices)
+        return task(indices)
     except TjcError as exc:
         return _failure(exc)
 
 
 @dataclass
 class Plan(Generic[R]):
-    """How to process `count` files: `task` in this process; in a worker, the task
-    `factory(payload)` builds."""
+    """How to process `count` files: `task` in this process; in a worker, the task its setup
+    builds for `shared` (what the parent's first pass found: the files holding runtimes)."""
 
     task: Callable[[list[int]], R]
-    factory: Callable[[Any], Callable[[list[int]], R]]
-    payload: Any
+    shared: Hashable
     count: int
 
 
-def ordered(plan: Plan[R], processes: int) -> Iterator[R]:
-    """The task's result for each run of consecutive files, in input order."""
-    size = max(1, min(MAX_RUN, plan.count // max(1, processes * IN_FLIGHT)))
-    runs = (list(range(i, min(i + size, plan.count))) for i in range(0, plan.count, size))
-    if processes <= 1:
-        yield from map(plan.task, runs)
-        return
-    import multiprocessing  # only when there are workers to start
+class Workers:
+    """The worker processes of a run (none for one process), started before the parent's
+    first pass so that their start-up (interpreter, imports, the setup `factory(payload)`
+    does) overlaps it; stopped when the run ends or fails.
 
-    context = multiprocessing.get_context("spawn")
-    with context.Pool(processes, initializer=_init, initargs=(plan.factory, plan.payload)) \
-            as pool:
-        pending = deque(pool.apply_async(_run, (run,))
-                        for run in islice(runs, processes * IN_FLIGHT))
+    They are started from a thread: starting one writes its payload (the input's file names)
+    into a pipe, and waits while the new process has not read it all."""
+
+    def __init__(self, processes: int, factory: Callable[[Any], Setup], payload: Any) -> None:
+        self.processes = processes
+        self._pool: multiprocessing.pool.Pool | None = None
+        self._started: threading.Thread | None = None
+        self._error: BaseException | None = None
+        if processes > 1:
+            self._started = threading.Thread(target=self._start, args=(factory, payload),
+                                             name="tjc-workers", daemon=True)
+            self._started.start()
+
+    def _start(self, factory: Callable[[Any], Setup], payload: Any) -> None:
+        import multiprocessing  # only when there are workers to start
+
+        try:
+            context = multiprocessing.get_context("spawn")
+            pickled = pickle.dumps((factory, payload), pickle.HIGHEST_PROTOCOL)
+            self._pool = context.Pool(self.processes, initializer=_init, initargs=(pickled,))
+        except BaseException as exc:  # raised where the pool is used
+            self._error = exc
+
+    def _ready(self) -> multiprocessing.pool.Pool | None:
+        if self._started is not None:
+            self._started.join()
+            self._started = None
+        if self._error is not None:
+            raise self._error
+        return self._pool
+
+    def __enter__(self) -> Workers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._started is not None:
+            self._started.join()
+        if self._pool is not None:
+            self._pool.terminate()
+
+    def ordered(self, plan: Plan[R]) -> Iterator[R]:
+        """The task's result for each run of consecutive files, in input order."""
+        size = max(1, min(MAX_RUN, plan.count // max(1, self.processes * IN_FLIGHT)))
+        runs = (list(range(i, min(i + size, plan.count)))
+                for i in range(0, plan.count, size))
+        pool = self._ready()
+        if pool is None:
+            yield from map(plan.task, runs)
+            return
+        pending = deque(pool.apply_async(_run, (plan.shared, run))
+                        for run in islice(runs, self.processes * IN_FLIGHT))
         while pending:
             result = pending.popleft().get()
             following = next(runs, None)
             if following is not None:
-                pending.append(pool.apply_async(_run, (following,)))
+                pending.append(pool.apply_async(_run, (plan.shared, following)))
             if isinstance(result, Failure):
                 result.raise_it()
             yield result

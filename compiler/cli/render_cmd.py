@@ -77,12 +77,16 @@ def run(args: argparse.Namespace) -> int:
     if args.passthrough:
         return passthrough_cmd.run(args, _ssh_keys(args.mpi_ssh_key))
     sources = SourceFiles(args.paths)
-    pipeline = Pipeline(args, sources)
+    with jobs.Workers(jobs.workers(args.jobs, sources), _worker, (args, sources)) as workers:
+        return _run(args, Pipeline(args, sources), workers)
+
+
+def _run(args: argparse.Namespace, pipeline: Pipeline, workers: jobs.Workers) -> int:
     writer = _writer(args)
     with contextlib.ExitStack() as stack:
         if writer is not None:
             stack.callback(writer.release)
-        errors = _render(args, pipeline, writer)
+        errors = _render(args, pipeline, workers, writer)
     sys.stdout.flush()
     return 1 if errors else 0
 
@@ -103,24 +107,33 @@ Event = Job | list[Diagnostic]
 
 class Pipeline:
     """What a process needs to render the files of the inputs: in the parent built from all
-    of them (the first pass), in a `-j` worker from the files holding runtimes."""
+    of them (the first pass), in a `-j` worker from the files holding runtimes (none until
+    the parent's first pass has found them: see `with_runtimes`)."""
 
     def __init__(self, args: argparse.Namespace, sources: SourceFiles,
                  runtime_files: SourceFiles | None = None) -> None:
         self.args, self.sources = args, sources
-        builtin = () if args.no_builtin_runtimes else builtin_runtimes()
+        self.builtin = [] if args.no_builtin_runtimes else list(builtin_runtimes())
         first = sources if runtime_files is None else runtime_files
-        self.table, self.notes = runtime_table(first, builtin)
+        self.table, self.notes = runtime_table(first, self.builtin)
         self.options = CompileOptions(ssh_keys=_ssh_keys(args.mpi_ssh_key))
         self.checker = None if args.no_validate else policy_opts.build(args)
-        self.validator = None if args.no_validate else \
-            Validator(self.table, policies=self.checker)
+        self.validator = self._validator()
         self.reported = len(self.checker.policies.errors) if self.checker else 0
 
+    def _validator(self) -> Validator | None:
+        return None if self.args.no_validate else Validator(self.table, policies=self.checker)
+
+    def with_runtimes(self, names: frozenset[str]) -> Pipeline:
+        """A worker's pipeline with the runtimes of these input files too."""
+        if names:
+            self.table, _ = runtime_table(self.sources.subset(names), self.builtin)
+            self.validator = self._validator()
+        return self
+
     def plan(self) -> jobs.Plan[tuple[list[Event], list[Diagnostic]]]:
-        """This pipeline over its files, and how a worker builds its own."""
-        payload = (self.args, self.sources, runtime_files(self.table))
-        return jobs.Plan(self.task, _worker, payload, len(self.sources))
+        """This pipeline over its files, and the files a worker reads runtimes from."""
+        return jobs.Plan(self.task, frozenset(runtime_files(self.table)), len(self.sources))
 
     def task(self, indices: list[int]) -> tuple[list[Event], list[Diagnostic]]:
         """The events of these files in order, and the policy errors first met there."""
@@ -139,10 +152,12 @@ class Pipeline:
                    _text(self.args, item.objects), (tj.source.name, tj.index, tuple(tj.base)))
 
 
-def _worker(payload: tuple[argparse.Namespace, SourceFiles, set[str]]
-            ) -> Callable[[list[int]], tuple[list[Event], list[Diagnostic]]]:
-    args, sources, names = payload
-    return Pipeline(args, sources, sources.subset(names)).task
+def _worker(payload: tuple[argparse.Namespace, SourceFiles]
+            ) -> Callable[[frozenset[str]], jobs.Task]:
+    """A worker's setup before the parent's first pass: everything but the input runtimes."""
+    args, sources = payload
+    pipeline = Pipeline(args, sources, sources.subset(set()))
+    return lambda names: pipeline.with_runtimes(names).task
 
 
 def _text(args: argparse.Namespace, objects: list[dict[str, Any]]) -> str:
@@ -156,14 +171,13 @@ def _text(args: argparse.Namespace, objects: list[dict[str, Any]]) -> str:
     return emit.yaml_stream(objects)
 
 
-def _render(args: argparse.Namespace, pipeline: Pipeline,
+def _render(args: argparse.Namespace, pipeline: Pipeline, workers: jobs.Workers,
             writer: outdir.DirWriter | None) -> bool:
     """Render every TrainJob to stdout or DIR; True when anything had errors."""
     out = _Output(args, pipeline, writer)
     out.emit([pipeline.notes])
     policy_errors = list(pipeline.checker.policies.errors) if pipeline.checker else []
-    processes = jobs.workers(args.jobs, pipeline.sources)
-    for events, new in jobs.ordered(pipeline.plan(), processes):
+    for events, new in workers.ordered(pipeline.plan()):
         out.emit(events)
         policy_errors += [d for d in new if d not in policy_errors]
     if pipeline.checker is not None and policy_errors:

@@ -21,6 +21,7 @@ from compiler.validate.locations import Context
 if TYPE_CHECKING:
     from compiler.cli import report_out
     from compiler.policy.check import PolicyChecker
+    from compiler.validate.documents import Validator
 
 BUILTIN_PREFIX = "<builtin>/"
 
@@ -75,19 +76,24 @@ def register(verbs: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Validate, print the report on stdout as it comes, return the exit code."""
+    sources = SourceFiles(args.paths)
+    # a worker cannot read stdin again: `--against -` or `--runtimes -` stay in one process
+    stdin = "-" in (*args.against, *args.runtimes)
+    processes = 1 if stdin else jobs.workers(args.jobs, sources)
+    with jobs.Workers(processes, _worker, (args, sources)) as workers:
+        pipeline = Pipeline(args, sources)
+        return _report(args, pipeline, workers)
+
+
+def _report(args: argparse.Namespace, pipeline: Pipeline, workers: jobs.Workers) -> int:
     from compiler.cli import report_out
 
-    sources = SourceFiles(args.paths)
-    pipeline = Pipeline(args, sources)
     context = _context(args, pipeline.checker)
     out = report_out.Report(args.format, sys.stdout, context, strict=args.strict)
     for d in pipeline.notes:
         _add(args, out, d)
     policy_errors = list(pipeline.checker.policies.errors) if pipeline.checker else []
-    # a worker cannot read stdin again: `--against -` or `--runtimes -` stay in one process
-    stdin = "-" in (*args.against, *args.runtimes)
-    processes = 1 if stdin else jobs.workers(args.jobs, sources)
-    for found, new in jobs.ordered(pipeline.plan(), processes):
+    for found, new in workers.ordered(pipeline.plan()):
         for d in pipeline.checker.once(found) if pipeline.checker else found:
             _add(args, out, d)
         policy_errors += [d for d in new if d not in policy_errors]
@@ -104,28 +110,40 @@ def _add(args: argparse.Namespace, out: report_out.Report, d: Diagnostic) -> Non
 
 class Pipeline:
     """What a process needs to validate the files of the inputs: in the parent built from
-    all of them (the first pass), in a `-j` worker from the files holding runtimes."""
+    all of them (the first pass), in a `-j` worker from the files holding runtimes (none
+    until the parent's first pass has found them: see `with_runtimes`)."""
 
     def __init__(self, args: argparse.Namespace, sources: SourceFiles,
                  runtime_files: SourceFiles | None = None) -> None:
-        from compiler.validate.documents import Validator, previous_versions
+        from compiler.validate.documents import previous_versions
 
         self.args, self.sources = args, sources
-        builtin = [] if args.no_builtin_runtimes else list(builtin_runtimes())
-        builtin += _extra_runtimes(args, sources)
+        self.builtin = [] if args.no_builtin_runtimes else list(builtin_runtimes())
+        self.builtin += _extra_runtimes(args, sources)
         first = sources if runtime_files is None else runtime_files
-        self.table, self.notes = runtime_table(first, builtin)
+        self.table, self.notes = runtime_table(first, self.builtin)
         previous = read_sources(args.against) if args.against else []
         self.checker = policy_opts.build(args)
-        old, problems = previous_versions(previous)
+        self.old, problems = previous_versions(previous)
         self.notes += problems
-        self.validator = Validator(self.table, old, self.checker)
+        self.validator = self._validator()
         self.reported = len(self.checker.policies.errors) if self.checker else 0
 
+    def _validator(self) -> Validator:
+        from compiler.validate.documents import Validator
+
+        return Validator(self.table, self.old, self.checker)
+
+    def with_runtimes(self, names: frozenset[str]) -> Pipeline:
+        """A worker's pipeline with the runtimes of these input files too."""
+        if names:
+            self.table, _ = runtime_table(self.sources.subset(names), self.builtin)
+            self.validator = self._validator()
+        return self
+
     def plan(self) -> jobs.Plan[tuple[list[Diagnostic], list[Diagnostic]]]:
-        """This pipeline over its files, and how a worker builds its own."""
-        payload = (self.args, self.sources, runtime_files(self.table))
-        return jobs.Plan(self.task, _worker, payload, len(self.sources))
+        """This pipeline over its files, and the files a worker reads runtimes from."""
+        return jobs.Plan(self.task, frozenset(runtime_files(self.table)), len(self.sources))
 
     def task(self, indices: list[int]) -> tuple[list[Diagnostic], list[Diagnostic]]:
         """The diagnostics of these files in order, and the policy errors first met there."""
@@ -137,10 +155,12 @@ class Pipeline:
         return found, list(new)
 
 
-def _worker(payload: tuple[argparse.Namespace, SourceFiles, set[str]]
-            ) -> Callable[[list[int]], tuple[list[Diagnostic], list[Diagnostic]]]:
-    args, sources, names = payload
-    return Pipeline(args, sources, sources.subset(names)).task
+def _worker(payload: tuple[argparse.Namespace, SourceFiles]
+            ) -> Callable[[frozenset[str]], jobs.Task]:
+    """A worker's setup before the parent's first pass: everything but the input runtimes."""
+    args, sources = payload
+    pipeline = Pipeline(args, sources, sources.subset(set()))
+    return lambda names: pipeline.with_runtimes(names).task
 
 
 def exit_code(diagnostics: list[Diagnostic], *, strict: bool) -> int:

@@ -19,7 +19,7 @@ import re
 import sys
 from array import array
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, overload
@@ -540,7 +540,7 @@ class SourceFiles:
         return next(i for i, p in enumerate(self.paths)
                     if p == name or (p == "-" and name == "<stdin>"))
 
-    def subset(self, names: set[str]) -> SourceFiles:
+    def subset(self, names: Collection[str]) -> SourceFiles:
         """The same run's files of these names, in input order."""
         out = SourceFiles([])
         out.paths = PathList(p for p in self.paths
