@@ -21,7 +21,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, overload
+from typing import Any, BinaryIO, overload
 
 import yaml
 
@@ -323,7 +323,7 @@ def read_source(path: str) -> Source:
             name = "<stdin>"
         else:
             with open(path, "rb") as handle:
-                raw = handle.read(MAX_BYTES + 1)
+                raw = _read_bounded(handle)
             name = path
     except OSError as exc:
         raise InputError(error("TJC-INPUT-UNREADABLE",
@@ -336,6 +336,27 @@ def read_source(path: str) -> Source:
     except UnicodeDecodeError as exc:
         raise InputError(error("TJC-INPUT-ENCODING",
                                f"{name} is not UTF-8 text: {exc.reason}")) from exc
+
+
+def _read_bounded(handle: BinaryIO) -> bytes:
+    """A file's bytes, no more than MAX_BYTES + 1 of them: read at the size the file has
+    (asking for MAX_BYTES + 1 bytes at once would allocate that much on every read), then, if
+    there is more (a pipe, a device, a file that grew), in chunks."""
+    size = min(os.fstat(handle.fileno()).st_size, MAX_BYTES)
+    first = handle.read(size + 1)
+    if len(first) <= size:
+        return first
+    chunks, total = [first], len(first)
+    while total <= MAX_BYTES:
+        chunk = handle.read(min(_CHUNK, MAX_BYTES + 1 - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    return b"".join(chunks)
+
+
+_CHUNK = 64 * 1024
 
 
 def iter_source(source: Source) -> Iterator[Document | Diagnostic]:
