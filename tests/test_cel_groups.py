@@ -183,22 +183,24 @@ def test_root_name_rules_report_as_each_rule_alone() -> None:
 def test_a_group_program_is_kept_between_runs(tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(diskcache.CACHE_ENV, str(tmp_path))
-    doc = {"metadata": {"name": "job-1"}}
-    plan = cel._plan("TrainJob")
-    assert isinstance(plan, cel._Node) and plan.group is not None
 
     def new_process() -> None:
         for name, value in (("_RUNTIME", []), ("_PROGRAMS", {}), ("_GROUP_PROGRAMS", {}),
                             ("_MEMO", {})):
             monkeypatch.setattr(cel, name, value)
 
-    new_process()
-    assert cel.validate("TrainJob", doc) == []  # compiles, and keeps the programs
-    new_process()
-    env = cel._runtime()[1]
-    monkeypatch.setattr(cel, "_RUNTIME", [cel._RUNTIME[0], _NoCompile(env), cel._RUNTIME[2]])
-    assert cel.validate("TrainJob", doc) == []  # a compile would make the rules unsupported
-    assert cel._GROUP_PROGRAMS[plan.group.source] is not None
+    with with_plan(TWO):
+        plan = cel._plan("TrainJob")
+        group = plan.props["spec"].group if isinstance(plan, cel._Node) else None
+        assert group is not None
+        new_process()
+        assert reported({"a": 1, "b": 2}) == []  # compiles, and keeps the programs
+        new_process()
+        env = cel._runtime()[1]
+        monkeypatch.setattr(cel, "_RUNTIME", [cel._RUNTIME[0], _NoCompile(env),
+                                              cel._RUNTIME[2]])
+        assert reported({"a": 1, "b": 2}) == []  # a compile would make the rules unsupported
+        assert cel._GROUP_PROGRAMS[group.source] is not None
 
 
 class _NoCompile:
