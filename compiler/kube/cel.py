@@ -136,7 +136,10 @@ class _Group:
     false or an error (a false operand wins over an error, either order). So `true` means no
     rule of the group reports anything; anything else sends each rule to its own evaluation,
     which gives the messages, runtime errors and order that it alone gives. `fields` is what
-    the rules read of `self` together (None: all of it); each rule reads only its own.
+    the rules read of `self` together (None: all of it); each rule reads only its own. The API
+    server's cost budget, which counts each rule, is not modelled, so nothing depends on how
+    the evaluations are split; rules with `optionalOldSelf` get their own variables and are
+    left out.
     """
 
     rules: tuple[_Rule, ...]
