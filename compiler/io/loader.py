@@ -185,17 +185,28 @@ class _PlainLoader(_Loader):
     def _mapping(self, node: yaml.MappingNode) -> Obj:
         out: Obj = {}
         for key_node, value_node in node.value:
-            if key_node.tag == _MERGE:
-                return self._merged(node)
-            key = self._key(key_node)
+            tag = key_node.tag
+            key = key_node.value if tag == _STR else _PLAIN_VALUES.get(key_node.value) \
+                if tag == _PLAIN else None  # the common keys, without a call
             if type(key) is not str:
-                _key_kind(key, node, key_node)
-                key = mapping_key(key, key_node) if key is None or isinstance(
-                    key, (int, float, bool)) else key
+                if tag == _MERGE:
+                    return self._merged(node)
+                key = self._key(key_node)
+                if type(key) is not str:
+                    _key_kind(key, node, key_node)
+                    key = mapping_key(key, key_node) if key is None or isinstance(
+                        key, (int, float, bool)) else key
             if key in out:
                 raise yaml.MarkedYAMLError("while constructing a mapping", node.start_mark,
                                            f"found duplicate key {key!r}", key_node.start_mark)
-            out[key] = self._build(value_node)
+            tag = value_node.tag
+            if tag == _STR:
+                out[key] = value_node.value
+            elif tag == _PLAIN and (value := _PLAIN_VALUES.get(value_node.value, _MISSING)) \
+                    is not _MISSING:
+                out[key] = value
+            else:
+                out[key] = self._build(value_node)
         return out
 
     def _merged(self, node: yaml.MappingNode) -> Obj:
@@ -363,6 +374,27 @@ def _decoded(name: str, raw: bytes) -> str:
     except UnicodeDecodeError as exc:
         raise InputError(error("TJC-INPUT-ENCODING",
                                f"{name} is not UTF-8 text: {exc.reason}")) from exc
+
+
+def _read_bounded(handle: BinaryIO) -> bytes:
+    """A file's bytes, no more than MAX_BYTES + 1 of them: read at the size the file has
+    (asking for MAX_BYTES + 1 bytes at once would allocate that much on every read), then, if
+    there is more (a pipe, a device, a file that grew), in chunks."""
+    size = min(os.fstat(handle.fileno()).st_size, MAX_BYTES)
+    first = handle.read(size + 1)
+    if len(first) <= size:
+        return first
+    chunks, total = [first], len(first)
+    while total <= MAX_BYTES:
+        chunk = handle.read(min(_CHUNK, MAX_BYTES + 1 - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    return b"".join(chunks)
+
+
+_CHUNK = 64 * 1024
 
 
 def iter_source(source: Source) -> Iterator[Document | Diagnostic]:

@@ -25,13 +25,17 @@ Documents come sanitized and defaulted (`compiler.kube.structural.sanitize`,
 `compiler.kube.defaults.default_in_place`). The CEL runtime is Google's cel-cpp through
 `cel-expr-python` (RE2 regular expressions, standard CEL); it is imported on first use, each
 rule is compiled once per process (and kept compiled between runs, `celstore`), and each
-kind's schema is read once, lazily (`compiler.kube.schematree`). For speed a rule that reads `self`
-only as `self.<name>...` gets just those properties, and results on scalar values are memoised
-(both give the same answers as the plain evaluation). Not covered: the cost budget, `format`
-conversions of strings (date-time, duration) and the Kubernetes CEL libraries beyond standard
-CEL, which these CRDs' rules do not use (a rule that needs one cannot compile and is reported
-as unsupported). Pure: documents in, diagnostics out; never raises.
-Called by the validate pipeline (`tjc validate`, and `tjc render` before it compiles).
+kind's schema is read once, lazily (`compiler.kube.schematree`). For speed a rule that reads
+`self` only as `self.<name>...` gets just those properties, results on scalar values are
+memoised, and where a location has several rules that read `self` alone they are first
+evaluated together, as one conjunction on one `self` (`_Group`): only when that is not `true`
+is each rule evaluated on its own; before that, known rules are confirmed in Python
+(`celnative`). All four give the same answers as the plain evaluation.
+Not covered: the cost budget, `format` conversions of strings (date-time, duration) and the
+Kubernetes CEL libraries beyond standard CEL, which these CRDs' rules do not use (a rule that
+needs one cannot compile and is reported as unsupported). Pure: documents in, diagnostics
+out; never raises. Called by the validate pipeline (`tjc validate`, and `tjc render` before it
+compiles).
 """
 
 from __future__ import annotations
@@ -46,7 +50,7 @@ from typing import Any
 
 from compiler.common.diagnostics import Diagnostic, Severity
 from compiler.common.diagnostics import Path as FieldPath
-from compiler.kube import celstore
+from compiler.kube import celnative, celstore
 from compiler.kube.celstore import ProgramStore, library_stamp
 from compiler.kube.schematree import KIND_KEYS, load_schema, schema_source
 
@@ -121,6 +125,43 @@ class _Rule:
     fields: frozenset[str] | None  # the only properties of `self` the rule reads, if known
 
 
+@dataclass(frozen=True)
+class _Group:
+    """The rules of one location that are evaluated together first: those that read `self`
+    alone (no `oldSelf`, no `optionalOldSelf`), when there are two or more.
+
+    `source` is their conjunction, each rule in its own parentheses, a line break before the
+    closing one so that a trailing `//` comment stays inside it. CEL's `&&` is commutative
+    over errors: it is `true` exactly when every operand evaluates to `true`, and otherwise
+    false or an error (a false operand wins over an error, either order). So `true` means no
+    rule of the group reports anything; anything else sends each rule to its own evaluation,
+    which gives the messages, runtime errors and order that it alone gives. `fields` is what
+    the rules read of `self` together (None: all of it); each rule reads only its own. The API
+    server's cost budget, which counts each rule, is not modelled, so nothing depends on how
+    the evaluations are split; rules with `optionalOldSelf` get their own variables and are
+    left out.
+    """
+
+    rules: tuple[_Rule, ...]
+    source: str
+    fields: frozenset[str] | None
+    texts: tuple[str, ...]  # the rules' texts
+    native: bool  # each rule has a check in `celnative`, tried before the CEL runtime
+
+
+def _group(rules: tuple[_Rule, ...]) -> _Group | None:
+    members = tuple(r for r in rules if not r.transition and not r.optional_old)
+    if len(members) < 2:
+        return None
+    fields: frozenset[str] | None = frozenset()
+    for rule in members:
+        fields = None if fields is None or rule.fields is None else fields | rule.fields
+    texts = tuple(r.rule for r in members)
+    return _Group(rules=members, source=" && ".join(f"({text}\n)" for text in texts),
+                  fields=fields, texts=texts,
+                  native=all(text in celnative.CHECKS for text in texts))
+
+
 @dataclass
 class _Node:
     """A schema node on the way to a rule: its rules and the children that lead to more."""
@@ -132,6 +173,10 @@ class _Node:
     extra: _Node | None = None
     root: bool = False
     without_old: bool = False  # the subtree holds a rule evaluated without an old value
+    group: _Group | None = field(init=False, compare=False)  # derived from `rules`
+
+    def __post_init__(self) -> None:
+        self.group = _group(self.rules)
 
 
 @dataclass
@@ -151,6 +196,7 @@ class _Program:
 
 _PLANS: dict[str, _Node | str] = {}  # a kind's plan, or why its schema cannot be read
 _PROGRAMS: dict[tuple[str, bool], _Program] = {}
+_GROUP_PROGRAMS: dict[str, _Program | None] = {}  # by `_Group.source`: None, evaluate alone
 _UNORDERED: dict[int, bool] = {}
 _RUNTIME: list[Any] = []  # [cel module, env, program store] once loaded
 _ENVIRONMENT = "self oldSelf __old: dyn; __hasOld: bool; extensions: optional, bindings"
@@ -356,8 +402,13 @@ def _map_key(item: dict[str, Any], keys: Any) -> str:
 def _check_location(run: _Run, node: _Node, value: Any, old: Any, has_old: bool,
                     path: FieldPath) -> None:
     ratcheted = has_old and _same(value, old)
+    passed: tuple[_Rule, ...] = ()
+    if node.group is not None and not ratcheted and _group_passes(node, node.group, value):
+        passed = node.group.rules
     transition: dict[str, Any] | None = None
     for rule in node.rules:
+        if rule in passed:
+            continue
         if rule.transition:
             if not has_old and not rule.optional_old:
                 continue
@@ -374,6 +425,31 @@ def _check_location(run: _Run, node: _Node, value: Any, old: Any, has_old: bool,
             run.out.append(diagnostic)
 
 
+def _group_passes(node: _Node, group: _Group, value: Any) -> bool:
+    """Whether every rule of `group` holds on `value` (a check in `celnative`, or one CEL
+    evaluation; False also when the rules cannot be evaluated together)."""
+    self_value = _self_value(node, value, group.fields)
+    if group.native and celnative.holds(group.texts, self_value):
+        return True
+    program = _program_of_group(group)
+    if program is None:
+        return False
+    outcome, failure = _run(program, {"self": self_value})
+    return not failure and outcome is True
+
+
+def _program_of_group(group: _Group) -> _Program | None:
+    """The group's compiled conjunction, or None when a rule does not compile on its own (it
+    is reported as unsupported, and its text could change meaning inside the conjunction) or
+    the conjunction does not (a rule that is not a bool)."""
+    if group.source not in _GROUP_PROGRAMS:
+        program: _Program | None = None
+        if not any(_program(rule.rule, False).problem for rule in group.rules):
+            program = _program(group.source, False)
+        _GROUP_PROGRAMS[group.source] = None if program is None or program.problem else program
+    return _GROUP_PROGRAMS[group.source]
+
+
 def _same(value: Any, old: Any) -> bool:
     try:
         return bool(value == old)
@@ -387,18 +463,19 @@ def _self_value(node: _Node, value: Any, fields: frozenset[str] | None = None) -
     if not isinstance(value, dict):
         return value
     if fields is not None:
-        value = {k: value[k] for k in fields if k in value}
+        value = {k: value[k] for k in fields if k in value}  # a new dict
+    elif node.root:
+        value = dict(value)
     if not node.root:
         return value
-    out = dict(value)
     meta = value.get("metadata")
     if isinstance(meta, dict):
         visible = {k: meta[k] for k in ("name", "generateName") if k in meta}
         base = visible.get("generateName")
         if "name" not in visible and isinstance(base, str) and base:
             visible["name"] = base[:_MAX_GENERATE_BASE] + _GENERATED_SUFFIX
-        out["metadata"] = visible
-    return out
+        value["metadata"] = visible
+    return value
 
 
 def _transition_data(node: _Node, value: Any, old: Any, has_old: bool) -> dict[str, Any]:

@@ -1,0 +1,89 @@
+"""Known CEL rules confirmed in Python: a check that can only say "the rule holds".
+
+cel-cpp (through cel-expr-python, which has no switch for precompiled regular expressions)
+compiles the pattern of `matches` again on every evaluation, most of the cost of evaluating
+the TrainJob name rules, and every TrainJob has a name of its own, so a memo cannot help.
+`holds(rules, self)` answers True only when each rule, by its exact text, has a check here
+and every check accepts `self`; then evaluating the rules with CEL gives `true` for each.
+Otherwise it answers False, which decides nothing: the caller evaluates with CEL as before,
+which also gives every message, runtime error and non-bool result. So a check may be
+stricter than its rule, never looser. A `self` the runtime would not convert (an integer
+beyond 64 bits, a string that is not valid UTF-8, a tuple, another object) makes the CEL
+evaluation fail, so no check accepts it. `tests/test_cel_native.py` holds the checks against
+the CEL runtime. Pure; called by `compiler.kube.cel` only.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+# Kubeflow Trainer v2.3.0, TrainJob root: the name as an RFC 1035 label, at most 63 characters.
+NAME_FORMAT = "self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')"
+NAME_LENGTH = "size(self.metadata.name) <= 63"
+
+# RE2 without flags: `^` and `$` are the ends of the text, the classes are ASCII ranges.
+# `fullmatch` anchors the same way (`$` in Python would also take a final line break).
+_DNS_LABEL = re.compile(r"[a-z](?:[-a-z0-9]*[a-z0-9])?")
+_INT64 = (-(2**63), 2**63)
+_MAX_DEPTH = 32
+
+
+def _name(self: Any) -> str | None:
+    """`self.metadata.name` when it is an ASCII string (sizes in bytes and in code points
+    agree, and it converts to a CEL string)."""
+    meta = self.get("metadata") if type(self) is dict else None
+    name = meta.get("name") if type(meta) is dict else None
+    return name if type(name) is str and name.isascii() else None
+
+
+def _name_format(self: Any) -> bool:
+    name = _name(self)
+    return name is not None and _DNS_LABEL.fullmatch(name) is not None
+
+
+def _name_length(self: Any) -> bool:
+    name = _name(self)
+    return name is not None and len(name) <= 63
+
+
+CHECKS: Mapping[str, Callable[[Any], bool]] = {
+    NAME_FORMAT: _name_format,
+    NAME_LENGTH: _name_length,
+}
+
+
+def holds(rules: tuple[str, ...], self: Any) -> bool:
+    """True when every rule of `rules` is known here and holds on `self` (the value the CEL
+    runtime would get); False when that is not certain."""
+    checks = [CHECKS.get(rule) for rule in rules]
+    return (all(check is not None and check(self) for check in checks)
+            and _convertible(self, _MAX_DEPTH))
+
+
+def _convertible(value: Any, depth: int) -> bool:
+    """Whether the CEL runtime surely converts `value` (JSON-like data within its ranges)."""
+    kind = type(value)
+    if isinstance(value, str) and kind is str:
+        return value.isascii() or _utf8(value)
+    if kind is bool or kind is float or value is None:
+        return True
+    if isinstance(value, int) and kind is int:
+        return _INT64[0] <= value < _INT64[1]
+    if depth <= 0:
+        return False
+    if kind is dict:
+        return all(type(k) is str and _convertible(k, 0) and _convertible(v, depth - 1)
+                   for k, v in value.items())
+    if kind is list:
+        return all(_convertible(v, depth - 1) for v in value)
+    return False
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate
+        return False
+    return True
