@@ -11,7 +11,6 @@ diagnostic needs them: `Document.locate` re-composes the file once and maps fiel
 from __future__ import annotations
 
 import contextlib
-import io
 import itertools
 import math
 import os
@@ -339,7 +338,7 @@ def read_bytes(path: str) -> tuple[str, bytes]:
     bounds them (not yet decoded); unreadable input is an InputError."""
     try:
         if path == "-":
-            raw = _read_bounded(sys.stdin.buffer)
+            raw = sys.stdin.buffer.read(MAX_BYTES + 1)
             name = "<stdin>"
         else:
             with open(path, "rb") as handle:
@@ -352,20 +351,6 @@ def read_bytes(path: str) -> tuple[str, bytes]:
         raise InputError(error("TJC-INPUT-TOO-LARGE",
                                f"{name} is larger than {MAX_BYTES // (1024 * 1024)} MiB"))
     return name, raw
-
-
-def _read_bounded(handle: BinaryIO) -> bytes:
-    """At most MAX_BYTES + 1 bytes, asked for by the file's size when it has one (asking for
-    the bound itself makes every read allocate it); a file that grew is read on to the bound."""
-    try:
-        size = os.fstat(handle.fileno()).st_size
-    except (OSError, ValueError, io.UnsupportedOperation):  # no file descriptor
-        size = 0
-    want = min(size, MAX_BYTES) + 1 if size > 0 else MAX_BYTES + 1
-    raw = handle.read(want)
-    if len(raw) == want <= MAX_BYTES:
-        raw += handle.read(MAX_BYTES + 1 - want)
-    return raw
 
 
 def _decoded(name: str, raw: bytes) -> str:
