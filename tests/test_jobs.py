@@ -126,6 +126,13 @@ def test_worker_count() -> None:
     assert jobs.workers(2, SourceFiles([str(ROOT / "examples" / "jax-mnist.yaml")])) == 1
 
 
+def test_the_size_is_counted_only_as_far_as_the_worker_count_needs(tmp_path: Path) -> None:
+    for i in range(5):
+        (tmp_path / f"{i}.yaml").write_bytes(b"#" * 100)
+    files = SourceFiles([str(tmp_path)])
+    assert (files.size(), files.size(enough=250), files.size(enough=10_000)) == (500, 300, 500)
+
+
 def test_a_workers_input_or_setup_error_is_raised_in_the_parent() -> None:
     from compiler.cli.policy_opts import PolicySetupError
     from compiler.common.diagnostics import error

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import pickle
 import threading
 from collections import deque
 from collections.abc import Callable, Hashable, Iterator
@@ -69,7 +68,7 @@ def workers(requested: int | None, sources: SourceFiles) -> int:
     """How many processes: as asked (no more than files), or by the inputs' size."""
     if requested is not None:
         return max(1, min(requested, len(sources)))
-    if len(sources) < 2 or sources.size() < MIN_BYTES:
+    if len(sources) < 2 or sources.size(enough=MIN_BYTES) < MIN_BYTES:
         return 1
     return max(1, min(usable_cores(), len(sources)))
 
@@ -99,6 +98,8 @@ _TASK: tuple[Hashable, Task | Failure] | None = None  # the last task set up, by
 def _init(pickled: bytes) -> None:
     """Set a worker up: `pickled` holds the factory and its payload, pickled in the parent so
     that the new process reads them off its pipe at once, before the imports they need."""
+    import pickle
+
     _setup(*pickle.loads(pickled))
 
 
@@ -172,6 +173,7 @@ class Workers:
 
     def _start(self, factory: Callable[[Any], Setup], payload: Any) -> None:
         import multiprocessing  # only when there are workers to start
+        import pickle
 
         try:
             context = multiprocessing.get_context("spawn")

@@ -13,8 +13,6 @@ from typing import TYPE_CHECKING, Any
 from compiler.cli import jobs, policy_opts
 from compiler.common.diagnostics import Diagnostic, Severity
 from compiler.core.resolve import RUNTIME_KINDS
-from compiler.io.builtin import builtin_runtimes, builtin_uris
-from compiler.io.inputs import runtime_files, runtime_table
 from compiler.io.loader import Document, SourceFiles, parse_source, read_sources
 from compiler.validate.locations import Context
 
@@ -115,6 +113,8 @@ class Pipeline:
 
     def __init__(self, args: argparse.Namespace, sources: SourceFiles,
                  runtime_files: SourceFiles | None = None) -> None:
+        from compiler.io.builtin import builtin_runtimes
+        from compiler.io.inputs import runtime_table
         from compiler.validate.documents import previous_versions
 
         self.args, self.sources = args, sources
@@ -136,6 +136,8 @@ class Pipeline:
 
     def with_runtimes(self, names: frozenset[str]) -> Pipeline:
         """A worker's pipeline with the runtimes of these input files too."""
+        from compiler.io.inputs import runtime_table
+
         if names:
             self.table, _ = runtime_table(self.sources.subset(names), self.builtin)
             self.validator = self._validator()
@@ -143,6 +145,8 @@ class Pipeline:
 
     def plan(self) -> jobs.Plan[tuple[list[Diagnostic], list[Diagnostic]]]:
         """This pipeline over its files, and the files a worker reads runtimes from."""
+        from compiler.io.inputs import runtime_files
+
         return jobs.Plan(self.task, frozenset(runtime_files(self.table)), len(self.sources))
 
     def task(self, indices: list[int]) -> tuple[list[Diagnostic], list[Diagnostic]]:
@@ -197,6 +201,8 @@ def _extra_runtimes(args: argparse.Namespace, sources: SourceFiles) -> list[Docu
 
 
 def _context(args: argparse.Namespace, checker: PolicyChecker | None) -> Context:
+    from compiler.io.builtin import builtin_uris
+
     rules = {r.id: r.message for r in checker.policies.rules()} if checker else {}
     top = None
     if args.format in ("sarif", "github"):

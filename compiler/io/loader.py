@@ -580,11 +580,14 @@ class SourceFiles:
             elif not raw.isascii():
                 _decoded(name, raw)  # not UTF-8: the error reading it as a source gives
 
-    def size(self) -> int:
-        """The inputs' total size in bytes (as the files are now)."""
+    def size(self, enough: int | None = None) -> int:
+        """The inputs' total size in bytes (as the files are now), or, once it reaches
+        `enough`, as far as it was counted."""
         total = 0
         for path in self.paths:
             with contextlib.suppress(OSError):
                 total += len(self._stdin.text) if path == "-" and self._stdin else \
                     os.path.getsize(path)
+            if enough is not None and total >= enough:
+                break
         return total
