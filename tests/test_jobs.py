@@ -126,6 +126,38 @@ def test_worker_count() -> None:
     assert jobs.workers(2, SourceFiles([str(ROOT / "examples" / "jax-mnist.yaml")])) == 1
 
 
+@pytest.mark.parametrize("fork", [True, False])
+def test_forked_and_spawned_workers_print_what_one_process_prints(
+        fork: bool, inputs: list[str], capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(jobs, "_can_fork", lambda: fork)
+    for argv in (["validate", "--no-default-policies", "--format", "json"], ["render"]):
+        one = _run([*argv, *inputs, "-j", "1"], capsys)
+        assert one[0] == 1 and len(one[1]) > 10_000
+        assert _run([*argv, *inputs, "-j", "2"], capsys) == one
+
+
+def test_workers_are_forked_only_when_that_is_safe(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+    import threading
+    import types
+
+    monkeypatch.setattr(sys, "platform", "linux")
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
+    cuelib = types.ModuleType("compiler.policy.cuelib")
+    monkeypatch.setitem(sys.modules, "compiler.policy.cuelib", cuelib)
+    cuelib._LIB = None  # type: ignore[attr-defined]
+    assert jobs._can_fork()
+    cuelib._LIB = object()  # type: ignore[attr-defined]  # the Go runtime is loaded
+    assert not jobs._can_fork()
+    cuelib._LIB = None  # type: ignore[attr-defined]
+    monkeypatch.setattr(threading, "active_count", lambda: 2)  # another thread
+    assert not jobs._can_fork()
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
+    monkeypatch.setattr(sys, "platform", "darwin")
+    assert not jobs._can_fork()
+
+
 def test_the_size_is_counted_only_as_far_as_the_worker_count_needs(tmp_path: Path) -> None:
     for i in range(5):
         (tmp_path / f"{i}.yaml").write_bytes(b"#" * 100)

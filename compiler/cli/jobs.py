@@ -1,22 +1,23 @@
 """`-j N`: the files of an input spread over worker processes, results in input order.
 
-The inputs are cut into runs of consecutive files. Each worker process (started fresh, not
-forked: the CUE evaluator's Go runtime does not survive a fork) is started before the parent's
-first pass over the inputs and meanwhile sets itself up from the same options; the names of
-the files holding runtimes, which that pass finds, come with each run of files (a worker reads
-those files once), and the worker returns what each run gave. The parent takes the results in
-input order and prints them as it would its own, so the output is the same for every N. Only
-a few runs are in flight at once, so memory does not grow with the input. Without `-j`,
-inputs of MIN_BYTES or more in more than one file use every usable core.
+The inputs are cut into runs of consecutive files. The worker processes are started before
+the parent's first pass over the inputs (forked when that is safe, else started fresh: see
+`Workers`) and meanwhile set themselves up from the same options; the names of the files
+holding runtimes, which that pass finds, come with each run of files (a worker reads those
+files once), and a worker returns what each run gave. The parent takes the results in input
+order and prints them as it would its own, so the output is the same for every N. Only a few
+runs are in flight at once, so memory does not grow with the input. Without `-j`, inputs of
+MIN_BYTES or more in more than one file use every usable core.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import sys
 import threading
 from collections import deque
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -143,6 +144,15 @@ def _run(shared: Hashable, indices: list[int]) -> Any:
         return _failure(exc)
 
 
+def _can_fork() -> bool:
+    """Whether a forked worker would work: the CUE evaluator's Go runtime does not survive
+    a fork (it is loaded in a process the first time a policy is compiled there), nor
+    another thread's locks; and only Linux forks safely with the libraries loaded."""
+    cuelib = sys.modules.get("compiler.policy.cuelib")
+    return sys.platform == "linux" and getattr(cuelib, "_LIB", None) is None \
+        and threading.active_count() == 1
+
+
 @dataclass
 class Plan(Generic[R]):
     """How to process `count` files: `task` in this process; in a worker, the task its setup
@@ -155,24 +165,43 @@ class Plan(Generic[R]):
 
 class Workers:
     """The worker processes of a run (none for one process), started before the parent's
-    first pass so that their start-up (interpreter, imports, the setup `factory(payload)`
-    does) overlaps it; stopped when the run ends or fails.
+    first pass so that their start-up overlaps it; stopped when the run ends or fails.
 
-    They are started from a thread: starting one writes its payload (the input's file names)
-    into a pipe, and waits while the new process has not read it all."""
+    On Linux, while this process has loaded no CUE evaluator and runs no other thread, they
+    are forked once the `preload` modules are imported: nothing to import again, no
+    interpreter to start. Otherwise they are spawned, from a thread: starting one writes the
+    payload (the input's file names) into a pipe and waits while the new process, which
+    imports what the payload needs, has not read it all."""
 
-    def __init__(self, processes: int, factory: Callable[[Any], Setup], payload: Any) -> None:
+    def __init__(self, processes: int, factory: Callable[[Any], Setup], payload: Any,
+                 preload: Sequence[str] = ()) -> None:
         self.processes = processes
         self._pool: multiprocessing.pool.Pool | None = None
         self._started: threading.Thread | None = None
         self._error: BaseException | None = None
-        if processes > 1:
-            self._started = threading.Thread(target=self._start, args=(factory, payload),
+        if processes <= 1:
+            return
+        if _can_fork():
+            self._fork(factory, payload, preload)
+        else:
+            self._started = threading.Thread(target=self._spawn, args=(factory, payload),
                                              name="tjc-workers", daemon=True)
             self._started.start()
 
-    def _start(self, factory: Callable[[Any], Setup], payload: Any) -> None:
-        import multiprocessing  # only when there are workers to start
+    def _fork(self, factory: Callable[[Any], Setup], payload: Any,
+              preload: Sequence[str]) -> None:
+        import importlib
+        import multiprocessing
+
+        for name in preload:
+            importlib.import_module(name)
+        sys.stdout.flush()  # a worker flushes what it inherited when it ends
+        sys.stderr.flush()
+        self._pool = multiprocessing.get_context("fork").Pool(
+            self.processes, initializer=_setup, initargs=(factory, payload))
+
+    def _spawn(self, factory: Callable[[Any], Setup], payload: Any) -> None:
+        import multiprocessing
         import pickle
 
         try:

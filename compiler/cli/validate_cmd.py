@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from compiler.validate.documents import Validator
 
 BUILTIN_PREFIX = "<builtin>/"
+# what a pipeline imports (only when it is built: a forked -j worker inherits these)
+PRELOAD = ("compiler.io.builtin", "compiler.io.inputs", "compiler.validate.documents")
 
 HELP = "check TrainJobs and runtimes offline: schema, CEL rules, webhook rules, quirks"
 EPILOG = """\
@@ -78,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     # a worker cannot read stdin again: `--against -` or `--runtimes -` stay in one process
     stdin = "-" in (*args.against, *args.runtimes)
     processes = 1 if stdin else jobs.workers(args.jobs, sources)
-    with jobs.Workers(processes, _worker, (args, sources)) as workers:
+    with jobs.Workers(processes, _worker, (args, sources), PRELOAD) as workers:
         pipeline = Pipeline(args, sources)
         return _report(args, pipeline, workers)
 
