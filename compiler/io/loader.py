@@ -484,14 +484,31 @@ def expand_paths(paths: Sequence[str]) -> Iterator[str]:
 
 def _files_below(top: str) -> Iterator[str]:
     """The input files below a folder, not below hidden folders or symlinked ones, named as
-    `Path(top) / ...` names them (os.walk: pathlib would intern every name)."""
-    for folder, subfolders, files in os.walk(top):
-        subfolders[:] = [d for d in subfolders if not d.startswith(".")]
-        for name in files:
-            full = os.path.join(folder, name)
-            if not name.startswith(".") and os.path.splitext(name)[1] in SUFFIXES \
-                    and os.path.isfile(full):
-                yield full[2:] if top == "." else full
+    `Path(top) / ...` names them (os.scandir: pathlib would intern every name, and a folder's
+    entries tell which are regular files without a stat of each)."""
+    folders = [top]
+    while folders:
+        try:
+            with os.scandir(folders.pop()) as listing:
+                entries = list(listing)
+        except OSError:  # as os.walk: an unreadable folder is passed over
+            continue
+        for entry in entries:
+            name = entry.name
+            if name.startswith("."):
+                continue
+            if _is(entry.is_dir):
+                if not _is(entry.is_symlink):
+                    folders.append(entry.path)
+            elif os.path.splitext(name)[1] in SUFFIXES and _is(entry.is_file):
+                yield entry.path[2:] if top == "." else entry.path
+
+
+def _is(test: Callable[[], bool]) -> bool:
+    try:
+        return test()
+    except OSError:
+        return False
 
 
 def read_sources(paths: Sequence[str]) -> list[Source]:
