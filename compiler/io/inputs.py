@@ -71,30 +71,22 @@ def may_hold_runtime(text: bytes) -> bool:
     at = text.find(_MENTION)
     if at < 0:
         return False
-    if b"List" in text or any(_indented_api(text, i) for i in _occurrences(text, _API)):
+    if b"List" in text:
         return True
-    return not all(_REF_LINE.fullmatch(text, *_line(text, i))
-                   for i in _occurrences(text, _MENTION, at))
-
-
-def _occurrences(text: bytes, word: bytes, at: int = 0) -> Iterator[int]:
-    at = text.find(word, at)
+    api = text.find(_API)
+    while api >= 0:
+        start = text.rfind(b"\n", 0, api) + 1  # an indented key: only blanks before it
+        if start < api and not text[start:api].strip(_BLANK) and \
+                _API_AFTER.match(text, api + len(_API)) is not None:
+            return True
+        api = text.find(_API, api + len(_API))
     while at >= 0:
-        yield at
-        at = text.find(word, at + len(word))
-
-
-def _line(text: bytes, at: int) -> tuple[int, int]:
-    """Where the line holding `at` starts and ends (before its newline)."""
-    end = text.find(b"\n", at)
-    return text.rfind(b"\n", 0, at) + 1, len(text) if end < 0 else end
-
-
-def _indented_api(text: bytes, at: int) -> bool:
-    """An `apiVersion` at `at` is a key after only blanks, and the line starts with one."""
-    start = text.rfind(b"\n", 0, at) + 1
-    return start < at and not text[start:at].strip(_BLANK) and \
-        _API_AFTER.match(text, at + len(_API)) is not None
+        end = text.find(b"\n", at)
+        if not _REF_LINE.fullmatch(text, text.rfind(b"\n", 0, at) + 1,
+                                   len(text) if end < 0 else end):
+            return True
+        at = text.find(_MENTION, at + len(_MENTION))
+    return False
 
 
 def _may_hold_runtime(source: Source) -> bool:
