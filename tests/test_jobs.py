@@ -144,6 +144,7 @@ def test_workers_are_forked_only_when_that_is_safe(monkeypatch: pytest.MonkeyPat
 
     monkeypatch.setattr(sys, "platform", "linux")
     monkeypatch.setattr(threading, "active_count", lambda: 1)
+    monkeypatch.setattr(jobs, "_os_threads", lambda: 1)
     cuelib = types.ModuleType("compiler.policy.cuelib")
     monkeypatch.setitem(sys.modules, "compiler.policy.cuelib", cuelib)
     cuelib._LIB = None  # type: ignore[attr-defined]
@@ -154,8 +155,26 @@ def test_workers_are_forked_only_when_that_is_safe(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(threading, "active_count", lambda: 2)  # another thread
     assert not jobs._can_fork()
     monkeypatch.setattr(threading, "active_count", lambda: 1)
+    monkeypatch.setattr(jobs, "_os_threads", lambda: 3)  # threads a native library started
+    assert not jobs._can_fork()
+    monkeypatch.setattr(jobs, "_os_threads", lambda: 1)
     monkeypatch.setattr(sys, "platform", "darwin")
     assert not jobs._can_fork()
+
+
+def test_a_process_counts_its_native_threads() -> None:
+    import threading
+
+    before = jobs._os_threads()  # more than Python's when a native library started some
+    assert before >= threading.active_count() >= 1
+    done = threading.Event()
+    helper = threading.Thread(target=done.wait)
+    helper.start()
+    try:
+        assert jobs._os_threads() == before + 1
+    finally:
+        done.set()
+        helper.join()
 
 
 def test_the_size_is_counted_only_as_far_as_the_worker_count_needs(tmp_path: Path) -> None:

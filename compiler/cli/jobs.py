@@ -147,10 +147,19 @@ def _run(shared: Hashable, indices: list[int]) -> Any:
 def _can_fork() -> bool:
     """Whether a forked worker would work: the CUE evaluator's Go runtime does not survive
     a fork (it is loaded in a process the first time a policy is compiled there), nor
-    another thread's locks; and only Linux forks safely with the libraries loaded."""
+    another thread's locks, a native library's included; and only Linux forks safely with
+    the libraries loaded."""
     cuelib = sys.modules.get("compiler.policy.cuelib")
     return sys.platform == "linux" and getattr(cuelib, "_LIB", None) is None \
-        and threading.active_count() == 1
+        and threading.active_count() == 1 and _os_threads() == 1
+
+
+def _os_threads() -> int:
+    """The threads of this process, those native code started included."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return 0  # unknown: do not fork
 
 
 @dataclass
