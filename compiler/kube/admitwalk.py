@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from compiler.common.diagnostics import Diagnostic, Path
+from compiler.common.diagnostics import Diagnostic, Path, Severity, error
 from compiler.common.jsondata import copy_json, copy_without_nulls
 from compiler.kube.defaults import default_value
 from compiler.kube.schema import order
 from compiler.kube.schematree import Node, root
-from compiler.kube.structural import SCALARS, Walk, type_ok
+from compiler.kube.structural import SCALARS, UNKNOWN_FIELD, Walk, type_ok
 
 
 class _Admit(Walk):
@@ -65,7 +65,7 @@ class _Admit(Walk):
     def mapping(self, value: dict[str, Any], node: Node, path: Path) -> Any:
         if self.is_metadata(node, path):
             return self.whole(copy_without_nulls(value), node, path)
-        out = super().mapping(value, node, path)
+        out = self.properties(value, node, path)
         props = node.props
         for name, default in node.defaults:
             if out.get(name) is None:
@@ -75,6 +75,34 @@ class _Admit(Walk):
                     self.whole(out[name], sub, (*path, name))
         for check in node.checks:  # its type is right; required fields reported already
             check(out, path, self.found)
+        return out
+
+    def properties(self, value: dict[str, Any], node: Node, path: Path) -> dict[str, Any]:
+        """The base walk's mapping (pruned, typed, required fields reported), with each value
+        checked too; a scalar with nothing to check (`Node.quiet`) is kept without a call."""
+        out: dict[str, Any] = {}
+        props = node.props
+        for name, item in value.items():
+            if item is None:
+                continue
+            sub = props.get(name) or node.child(name)
+            if sub is None:
+                self.out.append(Diagnostic(Severity.WARNING, "TJC-UNKNOWN-FIELD", UNKNOWN_FIELD,
+                                           (*path, name), subject=self.subject))
+                continue
+            kind = type(item)
+            if kind in sub.quiet:
+                out[name] = item
+            elif kind is dict and dict in sub.sexact:  # `value`, its type known to be right
+                out[name] = self.mapping(item, sub, (*path, name))
+            elif kind is list and list in sub.sexact:
+                out[name] = self.items_of(item, sub, (*path, name))
+            else:
+                out[name] = self.mapped(item, sub, (*path, name))
+        for name in node.srequired:
+            if name not in out:
+                self.out.append(error("TJC-SCHEMA-REQUIRED", f"required field {name!r} is "
+                                      "missing", path, subject=self.subject))
         return out
 
     def mapped(self, item: Any, sub: Node, path: Path) -> Any:
@@ -95,7 +123,9 @@ class _Admit(Walk):
         if items is None:
             out = copy_without_nulls(value)
         elif items.stype in SCALARS:
-            out = [self.checked_scalar(item, items, (*path, i)) for i, item in enumerate(value)]
+            quiet = items.quiet
+            out = [item if type(item) in quiet else self.checked_scalar(item, items, (*path, i))
+                   for i, item in enumerate(value)]
         else:
             out = [self.value(item, items, (*path, i)) for i, item in enumerate(value)]
         for check in node.checks:

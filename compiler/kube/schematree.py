@@ -102,8 +102,8 @@ class Node:
 
     __slots__ = ("_has_defaults", "_key_defaults", "additional", "checks", "declared", "defaults",
                  "embedded", "exact", "item_schema", "items", "keep", "list_keys", "list_type",
-                 "nullable", "open", "props", "quantity", "raw", "required", "sexact", "sextra",
-                 "skip", "sprops", "srequired", "stype", "types")
+                 "nullable", "open", "props", "quantity", "quiet", "raw", "required", "sexact",
+                 "sextra", "skip", "sprops", "srequired", "stype", "types")
 
     def __init__(self, raw: Mapping[str, Any]) -> None:
         if raw.get("x-kubernetes-embedded-resource"):
@@ -154,6 +154,10 @@ class Node:
         self.keep = bool(raw.get("x-kubernetes-preserve-unknown-fields"))
         self.sprops = bool(raw.get("properties"))
         self.sextra = isinstance(self.additional, Node)
+        # the scalar types nothing is said about: the structural type, no keyword to check,
+        # not a quantity (admission's walk keeps such a value as it is, without a call)
+        self.quiet: frozenset[type] = frozenset() if self.quantity else \
+            frozenset(self.sexact) & self.skip
 
     # --- children -------------------------------------------------------------------------
 
