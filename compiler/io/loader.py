@@ -59,9 +59,9 @@ class _Loader(yaml.CSafeLoader):
     def resolve(self, kind: type[yaml.Node], value: Any, implicit: tuple[bool, bool]) -> str:
         """The tag of an untagged node, without PyYAML's generic resolver loop: every plain
         scalar is the kubectl-plain tag (`yamlscalars.install`), any other the string tag."""
-        if kind is yaml.ScalarNode:
-            return yamlscalars.PLAIN_TAG if implicit[0] else _STR
-        return _SEQ if kind is yaml.SequenceNode else _MAP
+        if kind is _SCALAR_NODE:  # called for every node: module names, not attributes
+            return _PLAIN if implicit[0] else _STR
+        return _SEQ if kind is _SEQUENCE_NODE else _MAP
 
     def descend_resolver(self, current_node: Any, current_index: Any) -> None:
         """Nothing to track: this loader has no path resolvers (libyaml calls it per node)."""
@@ -136,6 +136,7 @@ yamlscalars.install(_Loader)  # plain scalars as kubectl reads them
 _STR, _MAP, _SEQ = ("tag:yaml.org,2002:str", "tag:yaml.org,2002:map",
                     "tag:yaml.org,2002:seq")
 _PLAIN, _MERGE = yamlscalars.PLAIN_TAG, "tag:yaml.org,2002:merge"
+_SCALAR_NODE, _SEQUENCE_NODE = yaml.ScalarNode, yaml.SequenceNode
 
 
 class _PlainLoader(_Loader):
