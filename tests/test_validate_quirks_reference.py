@@ -59,8 +59,8 @@ def _edit(rt: Obj, draw: Any) -> None:
     spec = rt["spec"]
     if draw(st.sampled_from(ps.RARELY)):
         spec["podGroupPolicy"] = {"coscheduling": {}, "volcano": {}}
-    if draw(st.booleans()):
-        spec.pop("mlPolicy", None) if draw(st.sampled_from(ps.RARELY)) else None
+    if draw(st.sampled_from(ps.RARELY)):
+        spec.pop("mlPolicy", None)
     for job in spec["template"]["spec"]["replicatedJobs"]:
         for container in job["template"]["spec"]["template"]["spec"]["containers"]:
             if draw(st.integers(0, 2)) == 0:
@@ -102,7 +102,7 @@ def test_builtin_runtimes(path: Path) -> None:
     both["spec"]["podGroupPolicy"] = {"coscheduling": {}, "volcano": {}}
     no_policy = copy_json(rt)
     no_policy["spec"].pop("mlPolicy", None)
-    fired = set()
+    fired: set[str] = set()
     for variant in [*variants, both, no_policy]:
         for trainer in TRAINERS:
             tj = _trainjob(trainer, ref)
