@@ -66,6 +66,14 @@ def test_generated_documents(doc: Any) -> None:
     assert podresources.validate(doc) == pod_validate(doc)
 
 
+@given(holder, st.dictionaries(st.sampled_from(KEYS), values, max_size=2),
+       st.dictionaries(st.sampled_from(KEYS), values, max_size=2))
+def test_trainjob_shaped(resources: Obj, trainer: Obj, rest: Obj) -> None:
+    """A TrainJob's own holder, maybe with others anywhere."""
+    doc = {**rest, "spec": {"trainer": {**trainer, "resourcesPerNode": resources}}}
+    assert podresources.validate(doc) == pod_validate(doc)
+
+
 @given(st.dictionaries(st.sampled_from(KEYS), values, max_size=4), st.integers(0, 3))
 def test_shared_values(doc: Obj, times: int) -> None:
     """A YAML alias makes one value appear at several places: each place counts."""

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from compiler.common.diagnostics import Diagnostic, Path, error
+from compiler.common.jsondata import get_path
 from compiler.kube.objectmeta import is_qualified_name
 from compiler.kube.quantity import QuantityError, parse
 
@@ -52,34 +53,52 @@ def validate(data: Any) -> list[Diagnostic]:
 
 def _clean(data: Any) -> bool:
     """Whether the document provably has no amount `_walk` would report, found without
-    walking all of it: only the keys on `_ROUTE` are followed, and the holders met there are
-    all there are when their count equals the times `resources` occurs in the document's
-    `marshal` bytes (every key named `resources...` puts its bytes there once; marshal takes
-    only plain data, whose keys are plain strings). False when in doubt (then `_walk` runs)."""
+    walking all of it. Every key named `resources...` puts its bytes into the document's
+    `marshal` bytes (marshal takes only plain data, whose keys are plain strings), so when
+    they hold `resources` once and a TrainJob has `spec.trainer.resourcesPerNode`, that is
+    its only holder; else `_clean_on_routes` looks. False when in doubt: then `_walk` runs."""
     try:
-        expected = marshal.dumps(data, 0).count(b"resources")
+        count = marshal.dumps(data, 0).count(b"resources")
     except (ValueError, TypeError, RecursionError):
         return False
-    seen = 0
+    if count == 0:
+        return True
+    if count == 1:
+        holder = get_path(data, "spec", "trainer", "resourcesPerNode")
+        if isinstance(holder, dict):
+            return not _bad_holder(holder)
+    return _clean_on_routes(data)
+
+
+def _clean_on_routes(data: Any) -> bool:
+    """`_clean` for any plain document: only the keys on `_ROUTE` are followed and the
+    holders met there are checked; every other collection met on the way is set aside, and
+    none of them holds a holder when `resources` is nowhere in their `marshal` bytes."""
+    aside: list[Any] = []
     stack = [data]
-    while stack and seen <= expected:
+    while stack:
         value = stack.pop()
         if isinstance(value, dict):
             for key, item in value.items():
                 if isinstance(item, dict):
                     if key in _HOLDERS:
-                        seen += 1
                         if _bad_holder(item):
                             return False
+                        aside.append(item)  # what else it holds
                     elif key in _ROUTE:
                         stack.append(item)
-                elif isinstance(item, list) and key in _ROUTE:
-                    stack.append(item)
+                    else:
+                        aside.append(item)
+                elif isinstance(item, list):
+                    (stack if key in _ROUTE else aside).append(item)
         elif isinstance(value, list):
             for item in value:
                 if isinstance(item, (dict, list)):
                     stack.append(item)
-    return seen == expected
+    try:
+        return b"resources" not in marshal.dumps(aside, 0)
+    except (ValueError, TypeError, RecursionError):
+        return False
 
 
 def _bad_holder(holder: dict[str, Any]) -> bool:
