@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from compiler.common.diagnostics import Diagnostic, Path, error
@@ -60,14 +60,8 @@ _SUBDOMAIN_RE = re.compile(_SUBDOMAIN, flags=re.ASCII)
 _LABEL_RE = re.compile(_LABEL, flags=re.ASCII)
 _QNAME_RE = re.compile(_QNAME, flags=re.ASCII)
 _LABEL_VALUE_RE = re.compile(_LABEL_VALUE, flags=re.ASCII)
-
-
-def _listed(check: Callable[[str], tuple[str, ...]]) -> Callable[[str], list[str]]:
-    """The public form of a remembered check: each call gets its own list."""
-    @functools.wraps(check)
-    def wrapper(value: str) -> list[str]:
-        return list(check(value))
-    return wrapper
+# The checks below are remembered per value (names, label keys and values recur across
+# documents); the public `is_*` functions give each caller its own list.
 
 
 @functools.lru_cache(maxsize=4096)
@@ -128,28 +122,24 @@ def _annotation_key(key: str) -> tuple[str, ...]:
     return _qualified(key.lower())
 
 
-@_listed
-def is_dns1123_subdomain(value: str) -> tuple[str, ...]:
+def is_dns1123_subdomain(value: str) -> list[str]:
     """`IsDNS1123Subdomain`: the problems with `value` (none when it is one)."""
-    return _subdomain(value)
+    return list(_subdomain(value))
 
 
-@_listed
-def is_dns1123_label(value: str) -> tuple[str, ...]:
+def is_dns1123_label(value: str) -> list[str]:
     """`IsDNS1123Label`: the problems with `value`."""
-    return _label(value)
+    return list(_label(value))
 
 
-@_listed
-def is_qualified_name(value: str) -> tuple[str, ...]:
+def is_qualified_name(value: str) -> list[str]:
     """`IsQualifiedName`: `[prefix/]name`, prefix a DNS-1123 subdomain, name at most 63."""
-    return _qualified(value)
+    return list(_qualified(value))
 
 
-@_listed
-def is_valid_label_value(value: str) -> tuple[str, ...]:
+def is_valid_label_value(value: str) -> list[str]:
     """`IsValidLabelValue`: empty, or a qualified name part of at most 63."""
-    return _label_value(value)
+    return list(_label_value(value))
 
 
 def _mask_trailing_dash(name: str) -> str:
