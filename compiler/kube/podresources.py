@@ -8,6 +8,9 @@ number. A TrainJob or runtime that asks for -1 or 0.5 GPUs is taken by the clust
 its JobSet, whose Pods never start: an error about the Pods (subject `pods`), so render still
 prints what the controller builds and exits 1. Pure; called by
 `compiler.validate.documents.check_document`.
+
+Most documents have no such amount, and are shown to have none without a walk of every value
+(`_clean`); only the others are walked, in document order, for the diagnostics.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ _MAX_WALK = 100
 # The keys on the way from a document's root to every `resources` and `resourcesPerNode` field
 # of the TrainJob, TrainingRuntime and ClusterTrainingRuntime CRDs (a test derives them from
 # the schemas). A holder elsewhere (an unknown or wrongly typed value keeps what it holds) is
-# still found: `_clean` then counts fewer holders than the document has, and `_walk` runs.
+# still found: `resources` then shows in what `_clean_on_routes` sets aside, and `_walk` runs.
 _ROUTE = frozenset({
     "spec", "trainer", "runtimePatches", "trainingRuntimeSpec", "template", "replicatedJobs",
     "containers", "initContainers", "ephemeralContainers", "volumes", "ephemeral",
