@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from compiler.common.diagnostics import Diagnostic, Path, error
@@ -56,77 +56,90 @@ def _size(value: str) -> int:
     return len(value.encode("utf-8", "surrogatepass"))
 
 
-@functools.cache
-def _compiled(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern, flags=re.ASCII)
+_SUBDOMAIN_RE = re.compile(_SUBDOMAIN, flags=re.ASCII)
+_LABEL_RE = re.compile(_LABEL, flags=re.ASCII)
+_QNAME_RE = re.compile(_QNAME, flags=re.ASCII)
+_LABEL_VALUE_RE = re.compile(_LABEL_VALUE, flags=re.ASCII)
+# The checks below are remembered per value (names, label keys and values recur across
+# documents); the public `is_*` functions give each caller its own list.
 
 
-def _full(pattern: str, value: str) -> bool:
-    return _compiled(pattern).fullmatch(value) is not None
-
-
-def _remembered(check: Callable[[str], list[str]]) -> Callable[[str], list[str]]:
-    """`check` with its answers remembered per value (names and label keys recur); each call
-    gets its own list."""
-    cached = functools.lru_cache(maxsize=4096)(lambda value: tuple(check(value)))
-
-    @functools.wraps(check)
-    def wrapper(value: str) -> list[str]:
-        return list(cached(value))
-    return wrapper
-
-
-@_remembered
-def is_dns1123_subdomain(value: str) -> list[str]:
-    """`IsDNS1123Subdomain`: the problems with `value` (none when it is one)."""
+@functools.lru_cache(maxsize=4096)
+def _subdomain(value: str) -> tuple[str, ...]:
+    if len(value) <= 253 and _SUBDOMAIN_RE.fullmatch(value):
+        return ()  # it matched, so it is ASCII: its length is its size in bytes
     errs = [max_len_error(253)] if _size(value) > 253 else []
-    if not _full(_SUBDOMAIN, value):
+    if not _SUBDOMAIN_RE.fullmatch(value):
         errs.append(regex_error(_SUBDOMAIN_MSG, _SUBDOMAIN, "example.com"))
-    return errs
+    return tuple(errs)
 
 
-@_remembered
-def is_dns1123_label(value: str) -> list[str]:
-    """`IsDNS1123Label`: the problems with `value`."""
+@functools.lru_cache(maxsize=4096)
+def _label(value: str) -> tuple[str, ...]:
     errs = [max_len_error(63)] if _size(value) > 63 else []
-    if not _full(_LABEL, value):
-        errs.append("must not contain dots" if _full(_SUBDOMAIN, value)
+    if not _LABEL_RE.fullmatch(value):
+        errs.append("must not contain dots" if _SUBDOMAIN_RE.fullmatch(value)
                     else regex_error(_LABEL_MSG, _LABEL, "my-name", "123-abc"))
-    return errs
+    return tuple(errs)
 
 
-@_remembered
-def is_qualified_name(value: str) -> list[str]:
-    """`IsQualifiedName`: `[prefix/]name`, prefix a DNS-1123 subdomain, name at most 63."""
+@functools.lru_cache(maxsize=4096)
+def _qualified(value: str) -> tuple[str, ...]:
     parts = value.split("/")
     errs: list[str] = []
     if len(parts) > 2:
         example = regex_error(_QNAME_MSG, _QNAME, "MyName", "my.name", "123-abc")
-        return [f"a qualified name {example}"
-                " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"]
+        return (f"a qualified name {example}"
+                " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",)
     name = parts[-1]
     if len(parts) == 2:
         prefix = parts[0]
         if not prefix:
             errs.append("prefix part must be non-empty")
         else:
-            errs += [f"prefix part {msg}" for msg in is_dns1123_subdomain(prefix)]
+            errs += [f"prefix part {msg}" for msg in _subdomain(prefix)]
     if not name:
         errs.append("name part must be non-empty")
     elif _size(name) > 63:
         errs.append(f"name part {max_len_error(63)}")
-    if not _full(_QNAME, name):
+    if not _QNAME_RE.fullmatch(name):
         errs.append(f"name part {regex_error(_QNAME_MSG, _QNAME, 'MyName', 'my.name', '123-abc')}")
-    return errs
+    return tuple(errs)
 
 
-@_remembered
+@functools.lru_cache(maxsize=4096)
+def _label_value(value: str) -> tuple[str, ...]:
+    if len(value) <= 63 and _LABEL_VALUE_RE.fullmatch(value):
+        return ()  # it matched, so it is ASCII: its length is its size in bytes
+    errs = [max_len_error(63)] if _size(value) > 63 else []
+    if not _LABEL_VALUE_RE.fullmatch(value):
+        errs.append(regex_error(_VALUE_MSG, _LABEL_VALUE, "MyValue", "my_value", "12345"))
+    return tuple(errs)
+
+
+@functools.lru_cache(maxsize=4096)
+def _annotation_key(key: str) -> tuple[str, ...]:
+    return _qualified(key.lower())
+
+
+def is_dns1123_subdomain(value: str) -> list[str]:
+    """`IsDNS1123Subdomain`: the problems with `value` (none when it is one)."""
+    return list(_subdomain(value))
+
+
+def is_dns1123_label(value: str) -> list[str]:
+    """`IsDNS1123Label`: the problems with `value`."""
+    return list(_label(value))
+
+
+def is_qualified_name(value: str) -> list[str]:
+    """`IsQualifiedName`: `[prefix/]name`, prefix a DNS-1123 subdomain, name at most 63."""
+    return list(_qualified(value))
+
+
 def is_valid_label_value(value: str) -> list[str]:
     """`IsValidLabelValue`: empty, or a qualified name part of at most 63."""
-    errs = [max_len_error(63)] if _size(value) > 63 else []
-    if not _full(_LABEL_VALUE, value):
-        errs.append(regex_error(_VALUE_MSG, _LABEL_VALUE, "MyValue", "my_value", "12345"))
-    return errs
+    return list(_label_value(value))
 
 
 def _mask_trailing_dash(name: str) -> str:
@@ -134,7 +147,7 @@ def _mask_trailing_dash(name: str) -> str:
     return name[:-2] + "a" if len(name) > 1 and name.endswith("-") else name
 
 
-def _invalid(rule: str, path: Path, value: str, msgs: list[str]) -> Iterator[Diagnostic]:
+def _invalid(rule: str, path: Path, value: str, msgs: Iterable[str]) -> Iterator[Diagnostic]:
     shown = value if len(value) <= 80 else value[:77] + "..."
     for msg in msgs:
         yield error(rule, f"invalid value {shown!r}: {msg}", path)
@@ -148,49 +161,55 @@ def validate(kind: str, data: dict[str, Any]) -> list[Diagnostic]:
     out: list[Diagnostic] = []
     name, generate = meta.get("name"), meta.get("generateName")
     if isinstance(generate, str) and generate:
-        out += _invalid("TJC-META-GENERATE-NAME", (*META, "generateName"), generate,
-                        is_dns1123_subdomain(_mask_trailing_dash(generate)))
+        errs = _subdomain(_mask_trailing_dash(generate))
+        if errs:
+            out += _invalid("TJC-META-GENERATE-NAME", (*META, "generateName"), generate, errs)
     if not name:
         out.append(error("TJC-META-NAME", "name or generateName is required", (*META, "name")))
     elif isinstance(name, str):
-        out += _invalid("TJC-META-NAME", (*META, "name"), name, is_dns1123_subdomain(name))
+        errs = _subdomain(name)
+        if errs:
+            out += _invalid("TJC-META-NAME", (*META, "name"), name, errs)
     namespace = meta.get("namespace")
     if KINDS[kind] and isinstance(namespace, str) and namespace:
-        out += _invalid("TJC-META-NAMESPACE", (*META, "namespace"), namespace,
-                        is_dns1123_label(namespace))
-    out += _labels(meta.get("labels"))
-    out += _annotations(meta.get("annotations"))
-    out += _finalizers(meta.get("finalizers"))
+        errs = _label(namespace)
+        if errs:
+            out += _invalid("TJC-META-NAMESPACE", (*META, "namespace"), namespace, errs)
+    labels, annotations, finalizers = (meta.get("labels"), meta.get("annotations"),
+                                       meta.get("finalizers"))
+    if isinstance(labels, dict):
+        _labels(labels, out)
+    if isinstance(annotations, dict):
+        out += _annotations(annotations)
+    if isinstance(finalizers, list):
+        out += _finalizers(finalizers)
     return out
 
 
-def _labels(labels: Any) -> Iterator[Diagnostic]:
-    if not isinstance(labels, dict):
-        return
+def _labels(labels: dict[str, Any], out: list[Diagnostic]) -> None:
+    """Each label's key and value problems, in order (most labels have none)."""
     for key, value in labels.items():
-        path = (*META, "labels", key)
-        yield from _invalid("TJC-META-LABEL-KEY", path, key, is_qualified_name(key))
-        if isinstance(value, str):
-            yield from _invalid("TJC-META-LABEL-VALUE", path, value, is_valid_label_value(value))
+        key_errs = _qualified(key)
+        value_errs = _label_value(value) if isinstance(value, str) else ()
+        if key_errs:
+            out += _invalid("TJC-META-LABEL-KEY", (*META, "labels", key), key, key_errs)
+        if value_errs:
+            out += _invalid("TJC-META-LABEL-VALUE", (*META, "labels", key), value, value_errs)
 
 
-def _annotations(annotations: Any) -> Iterator[Diagnostic]:
-    if not isinstance(annotations, dict):
-        return
+def _annotations(annotations: dict[str, Any]) -> Iterator[Diagnostic]:
     total = 0
     for key, value in annotations.items():
         yield from _invalid("TJC-META-ANNOTATION-KEY", (*META, "annotations", key), key,
-                            is_qualified_name(key.lower()))
+                            _annotation_key(key))
         total += _size(key) + (_size(value) if isinstance(value, str) else 0)
     if total > TOTAL_ANNOTATION_SIZE:
         yield error("TJC-META-ANNOTATIONS-TOO-LONG", f"annotations take {total} bytes: may not be "
                     f"more than {TOTAL_ANNOTATION_SIZE} bytes", (*META, "annotations"))
 
 
-def _finalizers(finalizers: Any) -> Iterator[Diagnostic]:
-    if not isinstance(finalizers, list):
-        return
+def _finalizers(finalizers: list[Any]) -> Iterator[Diagnostic]:
     for i, value in enumerate(finalizers):
         if isinstance(value, str):
             yield from _invalid("TJC-META-FINALIZER", (*META, "finalizers", i), value,
-                                is_qualified_name(value))
+                                _qualified(value))

@@ -8,6 +8,10 @@ and a path into the TrainJob (subject `trainjob`) or the runtime (subject `runti
 `compiler.validate.documents` after the webhook rules. Pure: no errors (the compile emulates every
 quirk), never mutates its arguments, reads nothing.
 
+What the rules need of a runtime (its frameworks, trainer container, GPUs, gang schedulers) is
+worked out once per runtime object and remembered (`_facts`): callers check many TrainJobs
+against one runtime and never change it in between.
+
 The rules here concern every framework; they learn what a framework injects and what counting
 no GPUs changes for it from the registry (`PluginSpec.trainer_envs`, `gpu_effect`). A
 framework's own quirks (`PluginSpec.quirks`) live in its plugin module and run after these.
@@ -16,7 +20,8 @@ This module imports no plugin module, only the registry.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from compiler.common.diagnostics import Diagnostic, Path, Severity
@@ -30,16 +35,26 @@ from compiler.core.resources import gpu_count
 RUNTIME_JOBS: Path = ("spec", "template", "spec", "replicatedJobs")
 POD_SPEC: Path = ("template", "spec", "template", "spec")
 RESOURCES_PER_NODE: Path = ("spec", "trainer", "resourcesPerNode")
+_PLUGIN_QUIRKS: tuple[Callable[[Obj, Obj], Iterable[Diagnostic]], ...] = tuple(
+    p.quirks for p in REGISTRY if p.quirks is not None)
 
 
 def check(trainjob: Obj, runtime: Obj) -> list[Diagnostic]:
     """Every quirk warning for one TrainJob and its runtime."""
-    found: list[Diagnostic] = []
-    for rule in _RULES:
-        found.extend(rule(trainjob, runtime))
-    for plugin in REGISTRY:
-        if plugin.quirks is not None:
-            found.extend(plugin.quirks(trainjob, runtime))
+    facts = _facts(runtime)
+    trainer = _trainer(trainjob)
+    if trainer is None:
+        found = [_warning("TJC-QUIRK-NO-TRAINER", message, ("spec",))
+                 for message in facts.no_trainer]
+        hits: tuple[Diagnostic | None, ...] = (_two_gang_schedulers(facts),)
+    else:
+        found = []
+        hits = (_gpu_ignored(trainer, facts), _zero_nodes(trainer, facts),
+                _two_gang_schedulers(facts), _port_replaced(facts),
+                _resources_ignored(trainer, facts))
+    found += [hit for hit in hits if hit is not None]
+    for quirks in _PLUGIN_QUIRKS:
+        found.extend(quirks(trainjob, runtime))
     return found
 
 
@@ -50,105 +65,55 @@ def _warning(rule: str, message: str, path: Path, subject: str = "trainjob") -> 
 # ----------------------------------------------------------------------------- rules
 
 
-def _no_trainer(trainjob: Obj, runtime: Obj) -> Iterator[Diagnostic]:
-    """§8-B2: without spec.trainer, torch/jax/xgboost inject no env and no port."""
-    if _trainer(trainjob) is not None or _trainer_container(runtime) is None:
-        return
-    for plugin in _frameworks(runtime):
-        if plugin.trainer_envs:
-            yield _warning(
-                "TJC-QUIRK-NO-TRAINER",
-                f"the TrainJob has no spec.trainer, so upstream's {plugin.ml_source} plugin "
-                f"injects none of {names_text(plugin.trainer_envs)}{plugin.trainer_envs_note} "
-                f"and no port {TRAINER_PORT} into the node container; add `trainer: {{}}` to "
-                "spec to get them", ("spec",))
-
-
-def _gpu_ignored(trainjob: Obj, runtime: Obj) -> Iterator[Diagnostic]:
+def _gpu_ignored(trainer: Obj, facts: _Facts) -> Diagnostic | None:
     """§8-B4: GPU counts come from resourcesPerNode alone when it is set."""
-    trainer = _trainer(trainjob)
-    resources = (trainer or {}).get("resourcesPerNode")
-    if trainer is None or not isinstance(resources, dict) or gpu_count(resources) > 0:
-        return
-    base = _runtime_node_resources(runtime)
-    gpus = gpu_count(base)
-    if gpus == 0:
-        return
-    effect = _gpu_effect(trainer, _dict(get_path(runtime, "spec", "mlPolicy")), gpus)
+    resources = trainer.get("resourcesPerNode")
+    if not isinstance(resources, dict) or facts.gpus == 0 or facts.gpu_effect is None:
+        return None  # the runtime's facts first: most runtimes have no GPU to ignore
+    if gpu_count(resources) > 0:
+        return None
+    gpu_effect, policy = facts.gpu_effect
+    effect = gpu_effect(trainer, policy, facts.gpus)
     if effect is None:
-        return
-    name = _gpu_name(base)
-    yield _warning(
+        return None
+    name, gpus = facts.gpu_name, facts.gpus
+    return _warning(
         "TJC-QUIRK-GPU-IGNORED",
         f"resourcesPerNode sets no GPU, so upstream counts GPUs from it alone (0) and ignores "
         f"the runtime's {name} ({gpus} per node; the pods still get them): {effect}; add "
         f"{name} to resourcesPerNode to keep the GPU count", RESOURCES_PER_NODE)
 
 
-def _gpu_effect(trainer: Obj, ml_policy: Obj, gpus: int) -> str | None:
-    """What a GPU count of 0 instead of `gpus` changes: the first framework of the runtime
-    that says (None: nothing)."""
-    for plugin in REGISTRY:
-        policy = ml_policy.get(plugin.ml_source) if plugin.ml_source else None
-        if isinstance(policy, dict) and plugin.gpu_effect is not None:
-            return plugin.gpu_effect(trainer, policy, gpus)
-    return None
-
-
-def _zero_nodes(trainjob: Obj, runtime: Obj) -> Iterator[Diagnostic]:
+def _zero_nodes(trainer: Obj, facts: _Facts) -> Diagnostic | None:
     """§8-B7: numNodes 0 passes the CRD and gives a job with no pods."""
-    trainer = _trainer(trainjob)
-    if trainer is None or trainer.get("numNodes") != 0 or isinstance(trainer["numNodes"], bool):
-        return
-    mpi = get_path(runtime, "spec", "mlPolicy", "mpi")
-    if isinstance(mpi, dict) and mpi.get("runLauncherAsNode") is True:
-        return  # upstream gives the node job max(numNodes-1, 1) pods
-    yield _warning(
+    if trainer.get("numNodes") != 0 or isinstance(trainer["numNodes"], bool):
+        return None
+    if facts.launcher_as_node:
+        return None  # upstream gives the node job max(numNodes-1, 1) pods
+    return _warning(
         "TJC-QUIRK-ZERO-NODES",
         "numNodes is 0: the CRD accepts it and upstream gives the node job parallelism and "
         "completions 0, so no training pod runs (torch also sets PET_NNODES=0); set numNodes "
         "to 1 or more", ("spec", "trainer", "numNodes"))
 
 
-def _two_gang_schedulers(trainjob: Obj, runtime: Obj) -> Iterator[Diagnostic]:
-    """§8-B11: nothing stops coscheduling and volcano from being set together."""
-    policy = _dict(get_path(runtime, "spec", "podGroupPolicy"))
-    if isinstance(policy.get("coscheduling"), dict) and isinstance(policy.get("volcano"), dict):
-        yield _warning(
-            "TJC-QUIRK-TWO-GANG-SCHEDULERS",
-            "podGroupPolicy sets both coscheduling and volcano: upstream has no check and "
-            "applies both, creating two PodGroups and labelling the pods for both schedulers; "
-            "keep only one", ("spec", "podGroupPolicy"), "runtime")
-
-
-def _port_replaced(trainjob: Obj, runtime: Obj) -> Iterator[Diagnostic]:
+def _port_replaced(facts: _Facts) -> Diagnostic | None:
     """§8-B8: the trainer port upsert matches any unnamed port."""
-    if _trainer(trainjob) is None or not any(p.trainer_envs for p in _frameworks(runtime)):
-        return
-    found = _trainer_container(runtime)
-    if found is None:
-        return
-    path, container = found
-    for k, port in enumerate(_list(container.get("ports"))):
-        if port.get("containerPort") == TRAINER_PORT:
-            return
-        if not port.get("name"):
-            yield _warning(
-                "TJC-QUIRK-PORT-REPLACED",
-                f"this unnamed port {port.get('containerPort')} is replaced by the trainer "
-                f"port {TRAINER_PORT}: upstream's port upsert treats two unnamed ports as the "
-                "same port; give this port a name to keep it", (*path, "ports", k), "runtime")
-            return
+    if facts.unnamed_port is None:
+        return None
+    path, port = facts.unnamed_port
+    return _warning(
+        "TJC-QUIRK-PORT-REPLACED",
+        f"this unnamed port {port} is replaced by the trainer port {TRAINER_PORT}: upstream's "
+        "port upsert treats two unnamed ports as the same port; give this port a name to keep "
+        "it", path, "runtime")
 
 
-def _resources_ignored(trainjob: Obj, runtime: Obj) -> Iterator[Diagnostic]:
+def _resources_ignored(trainer: Obj, facts: _Facts) -> Diagnostic | None:
     """§8-B5: resourcesPerNode is merged only into runtimes with an mlPolicy."""
-    trainer = _trainer(trainjob)
-    if trainer is None or not isinstance(trainer.get("resourcesPerNode"), dict):
-        return
-    if isinstance(get_path(runtime, "spec", "mlPolicy"), dict):
-        return
-    yield _warning(
+    if facts.has_ml_policy or not isinstance(trainer.get("resourcesPerNode"), dict):
+        return None
+    return _warning(
         "TJC-QUIRK-RESOURCES-IGNORED",
         "resourcesPerNode is ignored because the runtime has no mlPolicy: upstream merges it "
         "only into the trainer job of a runtime with an mlPolicy; set the resources in the "
@@ -156,11 +121,103 @@ def _resources_ignored(trainjob: Obj, runtime: Obj) -> Iterator[Diagnostic]:
         RESOURCES_PER_NODE)
 
 
-_RULES = (_no_trainer, _gpu_ignored, _zero_nodes, _two_gang_schedulers, _port_replaced,
-          _resources_ignored)
+def _two_gang_schedulers(facts: _Facts) -> Diagnostic | None:
+    """§8-B11: nothing stops coscheduling and volcano from being set together."""
+    if not facts.two_gang_schedulers:
+        return None
+    return _warning(
+        "TJC-QUIRK-TWO-GANG-SCHEDULERS",
+        "podGroupPolicy sets both coscheduling and volcano: upstream has no check and "
+        "applies both, creating two PodGroups and labelling the pods for both schedulers; "
+        "keep only one", ("spec", "podGroupPolicy"), "runtime")
 
 
 # ----------------------------------------------------------------------------- runtime facts
+
+
+GpuEffect = Callable[[Obj, Obj, int], "str | None"]
+
+
+class _Facts:
+    """What the rules need to know of one runtime; the same for every TrainJob that uses it.
+    The GPU facts are worked out when a rule first needs them."""
+
+    def __init__(self, runtime: Obj) -> None:
+        self.ml_policy = _dict(get_path(runtime, "spec", "mlPolicy"))
+        self.has_ml_policy = isinstance(get_path(runtime, "spec", "mlPolicy"), dict)
+        envs = [p for p in _frameworks(runtime) if p.trainer_envs]
+        found = _trainer_container(runtime)
+        self.no_trainer = tuple(_no_trainer_message(p) for p in envs) if found is not None else ()
+        self.unnamed_port = _unnamed_port(found) if envs else None
+        mpi = self.ml_policy.get("mpi")
+        self.launcher_as_node = isinstance(mpi, dict) and mpi.get("runLauncherAsNode") is True
+        policy = _dict(get_path(runtime, "spec", "podGroupPolicy"))
+        self.two_gang_schedulers = isinstance(policy.get("coscheduling"), dict) and \
+            isinstance(policy.get("volcano"), dict)
+        self.node_resources = _runtime_node_resources(runtime)
+
+    @functools.cached_property
+    def gpus(self) -> int:
+        """GPUs per node of the runtime's trainer container."""
+        return gpu_count(self.node_resources)
+
+    @functools.cached_property
+    def gpu_effect(self) -> tuple[GpuEffect, Obj] | None:
+        """The first framework that says what counting no GPUs changes, with its policy."""
+        return _gpu_effect(self.ml_policy)
+
+    @functools.cached_property
+    def gpu_name(self) -> str:
+        """The resource name the runtime's GPU count comes from."""
+        return _gpu_name(self.node_resources)
+
+
+_FACTS: dict[int, tuple[Obj, _Facts]] = {}
+
+
+def _facts(runtime: Obj) -> _Facts:
+    """The runtime's facts, worked out once per runtime object (callers check many TrainJobs
+    against one runtime and never change it); the entry keeps the object, so its id is not
+    reused while it is remembered."""
+    cached = _FACTS.get(id(runtime))
+    if cached is None or cached[0] is not runtime:
+        if len(_FACTS) > 256:
+            _FACTS.clear()
+        cached = (runtime, _Facts(runtime))
+        _FACTS[id(runtime)] = cached
+    return cached[1]
+
+
+def _no_trainer_message(plugin: PluginSpec) -> str:
+    """§8-B2: without spec.trainer, torch/jax/xgboost inject no env and no port."""
+    return (f"the TrainJob has no spec.trainer, so upstream's {plugin.ml_source} plugin "
+            f"injects none of {names_text(plugin.trainer_envs)}{plugin.trainer_envs_note} "
+            f"and no port {TRAINER_PORT} into the node container; add `trainer: {{}}` to "
+            "spec to get them")
+
+
+def _gpu_effect(ml_policy: Obj) -> tuple[GpuEffect, Obj] | None:
+    """The first framework of the runtime that says what a GPU count of 0 instead of the
+    runtime's changes, with its policy (None: nothing changes)."""
+    for plugin in REGISTRY:
+        policy = ml_policy.get(plugin.ml_source) if plugin.ml_source else None
+        if isinstance(policy, dict) and plugin.gpu_effect is not None:
+            return plugin.gpu_effect, policy
+    return None
+
+
+def _unnamed_port(found: tuple[Path, Obj] | None) -> tuple[Path, Any] | None:
+    """The first unnamed port of the trainer container before any port with the trainer
+    port's number, with its path and number."""
+    if found is None:
+        return None
+    path, container = found
+    for k, port in enumerate(_list(container.get("ports"))):
+        if port.get("containerPort") == TRAINER_PORT:
+            return None
+        if not port.get("name"):
+            return (*path, "ports", k), port.get("containerPort")
+    return None
 
 
 def _frameworks(runtime: Obj) -> list[PluginSpec]:
