@@ -37,7 +37,7 @@ Where this differs from upstream, on purpose:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from compiler.common.diagnostics import Diagnostic, Path, Severity, error
@@ -54,6 +54,7 @@ from compiler.core.plugins.checks import (
     as_dict,
     as_list,
     patch_jobs,
+    runtime_policy,
 )
 from compiler.core.plugins.checks import go_quote as _q
 from compiler.core.resolve import wanted_key
@@ -71,6 +72,8 @@ INITIALIZER_VOLUME = "initializer"
 ANCESTOR_CONTAINERS = {"trainer": NODE, MODEL_INITIALIZER: MODEL_INITIALIZER,
                        DATASET_INITIALIZER: DATASET_INITIALIZER}
 PATCH_ENV_CONTAINERS = frozenset({DATASET_INITIALIZER, MODEL_INITIALIZER, NODE})
+
+Validate = Callable[[Admission], Iterable[Diagnostic]]
 
 _DNS1123_LABEL = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _DNS1123_SUBDOMAIN = _DNS1123_LABEL + "(\\." + _DNS1123_LABEL + ")*"
@@ -96,12 +99,12 @@ def validate_trainjob(trainjob: Obj, runtime: Obj | None, *,
     if deprecated is not None:
         found.append(deprecated)
     job = Admission(trainjob, runtime)
-    if as_dict(trainjob.get("spec")).get("runtimePatches") and job.ctx is None \
-            and job.problem is not None:
-        found.append(job.problem)  # only patches can keep the context from being built
-    for plugin in REGISTRY:
-        if plugin.validate is not None:
-            found.extend(plugin.validate(job))
+    if as_dict(trainjob.get("spec")).get("runtimePatches"):
+        problem = job.merge_problem()  # only patches can keep the context from being built
+        if problem is not None:
+            found.append(problem)
+    for validate in _validators(runtime):
+        found.extend(validate(job))
     found.extend(_jobset(job))
     if old is not None:
         found.extend(_patches_immutable(job, old))
@@ -128,6 +131,41 @@ def validate_runtime(runtime: Obj, *, old: Obj | None = None) -> list[Diagnostic
             subject="runtime"))
     found.extend(_replicated_jobs(runtime))
     return found
+
+
+# ----------------------------------------------------------------------------- per runtime
+
+
+_POLICY = re.compile(r"(mlPolicy|podGroupPolicy)\.(\w+)")
+_PER_RUNTIME: dict[int, tuple[Obj, list[Validate], dict[str, set[str]]]] = {}
+
+
+def _runtime_facts(runtime: Obj) -> tuple[list[Validate], dict[str, set[str]]]:
+    """What the rules read of a runtime alone, worked out once per runtime object (callers
+    validate many TrainJobs against one): the plugins' `validate` functions to run, in
+    registry order, and the container names per job of the runtime's template."""
+    cached = _PER_RUNTIME.get(id(runtime))
+    if cached is None or cached[0] is not runtime:
+        if len(_PER_RUNTIME) > 256:
+            _PER_RUNTIME.clear()
+        validators = [plugin.validate for plugin in REGISTRY if plugin.validate is not None
+                      and _policy_set(runtime, plugin.policy)]
+        names = _container_names(as_dict(get_path(runtime, "spec", "template", "spec")))
+        cached = (runtime, validators, names)
+        _PER_RUNTIME[id(runtime)] = cached
+    return cached[1], cached[2]
+
+
+def _validators(runtime: Obj) -> list[Validate]:
+    """The plugins' `validate` functions that can find anything for this runtime: a plugin
+    whose policy (`mlPolicy.<key>`, `podGroupPolicy.<key>`) the runtime does not set yields
+    nothing, as its `validate` returns first thing without that policy."""
+    return _runtime_facts(runtime)[0]
+
+
+def _policy_set(runtime: Obj, policy: str) -> bool:
+    match = _POLICY.fullmatch(policy)
+    return match is None or runtime_policy(runtime, match[1], match[2]) is not None
 
 
 # ----------------------------------------------------------------------------- runtime lookup
@@ -224,7 +262,9 @@ def _has_initializer_mount(spec: Obj, name: str) -> bool:
 def _patches(job: Admission) -> Iterator[Diagnostic]:
     """Patch managers, and the jobs and containers patches name (against the runtime's own
     template; see the module docstring)."""
-    names = _container_names(as_dict(get_path(job.runtime, "spec", "template", "spec")))
+    if not job.spec.get("runtimePatches"):
+        return  # no patch, no patch job: nothing below would be looked at
+    names = _runtime_facts(job.runtime)[1]
     for i, patch in enumerate(as_list(job.spec.get("runtimePatches"))):
         yield from _manager(str(patch.get("manager", "")), (*PATCHES, i, "manager"))
     for i, j, pjob in patch_jobs(job.trainjob):

@@ -19,7 +19,7 @@ from typing import Any
 from compiler.common.diagnostics import Diagnostic, Path, Severity, error
 from compiler.common.errors import TjcError
 from compiler.common.jsondata import Obj, fast_copy, get_path
-from compiler.core.context import Context, build_context
+from compiler.core.context import Context, build_context, merge_each, runtime_patches
 from compiler.kube import roundtrip as typed
 
 TRAINER_ENV: Path = ("spec", "trainer", "env")
@@ -46,6 +46,19 @@ class Admission:
     def ctx(self) -> Context | None:
         ctx, self.problem = _context(self.trainjob, self.runtime)
         return ctx
+
+    def merge_problem(self) -> Diagnostic | None:
+        """Why the context cannot be built (None when it can), without building it unless it
+        is built already: only the merge of the runtime patches can fail
+        (`compiler.core.context.merge_each`), so that merge alone decides, on the same
+        typed copy of the runtime's spec `_context` starts from."""
+        if "ctx" not in self.__dict__:
+            try:
+                merge_each(_typed_spec(self.runtime), runtime_patches(self.trainjob))
+            except TjcError as exc:
+                self.problem = exc.diagnostic
+                self.__dict__["ctx"] = None  # what `ctx` would give: no context
+        return self.problem
 
     @property
     def spec(self) -> Obj:
