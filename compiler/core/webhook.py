@@ -211,12 +211,12 @@ def _jobset(job: Admission) -> Iterator[Diagnostic]:
     """JobSet `Validate`: initializer jobs (by job name), runtime patches."""
     initializer = as_dict(job.spec.get("initializer"))
     if any(isinstance(initializer.get(k), dict) for k in ("dataset", "model")) \
-            and job.ctx is not None:
-        names = _container_names(job.ctx.spec)
+            and (spec := job.template_spec()) is not None:
+        names = _container_names(spec)
         for key, name, config in (("dataset", DATASET_INITIALIZER, "datasetConfig"),
                                   ("model", MODEL_INITIALIZER, "modelConfig")):
             if isinstance(initializer.get(key), dict):
-                yield from _initializer(job.ctx.spec, names, name, config)
+                yield from _initializer(spec, names, name, config)
     yield from _patches(job)
 
 

@@ -30,6 +30,7 @@ PATCHES: Path = ("spec", "runtimePatches")
 POD_SPEC: Path = ("template", "spec", "template", "spec")
 PATCH_JOBS: Path = ("trainingRuntimeSpec", "template", "spec", "replicatedJobs")
 RUNTIME_JOBS: Path = ("spec", "template", "spec", "replicatedJobs")
+PATCH_SPEC: Path = ("trainingRuntimeSpec", "template", "spec")
 
 
 @dataclass
@@ -60,6 +61,18 @@ class Admission:
                 self.__dict__["ctx"] = None  # what `ctx` would give: no context
         return self.problem
 
+    def template_spec(self) -> Obj | None:
+        """The JobSet spec after the patches for rules that read only names (of jobs,
+        containers, volume mounts); None when the context cannot be built. It is the
+        context's, except that no context is built when no patch has a spec: the context's
+        spec is then the runtime's typed spec with only container resources merged, and that
+        typed spec itself is returned, shared by every TrainJob of the runtime: read only."""
+        if "ctx" not in self.__dict__ and not any(
+                isinstance(get_path(patch, *PATCH_SPEC), dict)
+                for patch in runtime_patches(self.trainjob)):
+            return _typed(self.runtime)
+        return self.ctx.spec if self.ctx is not None else None
+
     @property
     def spec(self) -> Obj:
         spec = self.trainjob.get("spec")
@@ -81,12 +94,25 @@ def runtime_policy(runtime: Obj, group: str, key: str) -> Obj | None:
     return value if isinstance(value, dict) else None
 
 
+def job_pods(spec: Obj) -> Iterator[tuple[str, Obj]]:
+    """(name, pod spec) per replicatedJob of a JobSet spec, as the context's pod sets hold
+    them (`compiler.core.context`)."""
+    for rjob in spec.get("replicatedJobs") or []:
+        yield str(rjob.get("name", "")), rjob["template"]["spec"]["template"]["spec"]
+
+
+def pod_container(pod_spec: Obj, name: str, *, init: bool = False) -> Obj | None:
+    """The first container (or init container) with this name (`PodSet.container`)."""
+    key = "initContainers" if init else "containers"
+    return next((c for c in pod_spec.get(key) or [] if c.get("name") == name), None)
+
+
 _TYPED: dict[int, tuple[Obj, Obj]] = {}
 
 
-def _typed_spec(runtime: Obj) -> Obj:
-    """A fresh copy of the runtime's JobSet spec after the typed round trip; the round trip
-    runs once per runtime object (callers validate many TrainJobs against one runtime)."""
+def _typed(runtime: Obj) -> Obj:
+    """The runtime's JobSet spec after the typed round trip, which runs once per runtime
+    object (callers validate many TrainJobs against one runtime); shared: read only."""
     cached = _TYPED.get(id(runtime))
     if cached is None or cached[0] is not runtime:
         if len(_TYPED) > 256:
@@ -94,7 +120,12 @@ def _typed_spec(runtime: Obj) -> Obj:
         template = as_dict(as_dict(runtime.get("spec")).get("template"))
         cached = (runtime, typed.jobset_spec(as_dict(template.get("spec"))))
         _TYPED[id(runtime)] = cached
-    return fast_copy(cached[1])  # type: ignore[no-any-return]
+    return cached[1]
+
+
+def _typed_spec(runtime: Obj) -> Obj:
+    """A fresh copy of the runtime's JobSet spec after the typed round trip."""
+    return fast_copy(_typed(runtime))  # type: ignore[no-any-return]
 
 
 def _context(trainjob: Obj, runtime: Obj) -> tuple[Context | None, Diagnostic | None]:
