@@ -198,7 +198,7 @@ BUILTIN = _builtin()
 # ----------------------------------------------------------------------------- inputs
 
 CONTAINER_NAMES = ["node", "sidecar", "init", "dataset-initializer", "model-initializer",
-                   "flux-installer", "launcher", None]
+                   "flux-installer", "launcher", None, ""]
 JOB_NAMES = ["node", "launcher", "dataset-initializer", "model-initializer", "extra", "new",
              None]
 
@@ -217,6 +217,8 @@ def patch_container(draw: st.DrawFn) -> Obj:
         if draw(st.integers(0, 4)):
             mount["mountPath"] = "/workspace"
         out["volumeMounts"] = [mount]
+    if draw(st.integers(0, 3)) == 0:
+        out["ports"] = [{"containerPort": draw(st.sampled_from([8080, 0]))}]
     return out
 
 
@@ -239,6 +241,8 @@ def patch(draw: st.DrawFn) -> Obj:
                     pod[key] = draw(st.lists(patch_container(), max_size=2))
             if draw(st.booleans()):
                 pod["nodeSelector"] = {"pool": "a"}
+            if draw(st.integers(0, 3)) == 0:
+                pod["imagePullSecrets"] = [{"name": draw(st.sampled_from(["s", ""]))}]
             pjob["template"] = {"spec": {"template": {"spec": pod}}}
             jobs.append(pjob)
         keep: bool = bool(jobs) or draw(st.booleans())

@@ -21,6 +21,7 @@ from compiler.common.errors import TjcError
 from compiler.common.jsondata import Obj, fast_copy, get_path
 from compiler.core.context import Context, build_context, merge_each, runtime_patches
 from compiler.kube import roundtrip as typed
+from compiler.kube.strategicmerge import MERGE_KEYS
 
 TRAINER_ENV: Path = ("spec", "trainer", "env")
 NUM_NODES: Path = ("spec", "trainer", "numNodes")
@@ -52,8 +53,10 @@ class Admission:
         """Why the context cannot be built (None when it can), without building it unless it
         is built already: only the merge of the runtime patches can fail
         (`compiler.core.context.merge_each`), so that merge alone decides, on the same
-        typed copy of the runtime's spec `_context` starts from."""
-        if "ctx" not in self.__dict__:
+        typed copy of the runtime's spec `_context` starts from; and it need not run when
+        every merge list of the patches and of the runtime's typed spec is `keyed`."""
+        if "ctx" not in self.__dict__ and not (
+                keyed(self.spec.get("runtimePatches")) and _typed_facts(self.runtime)[1]):
             try:
                 merge_each(_typed_spec(self.runtime), runtime_patches(self.trainjob))
             except TjcError as exc:
@@ -107,20 +110,57 @@ def pod_container(pod_spec: Obj, name: str, *, init: bool = False) -> Obj | None
     return next((c for c in pod_spec.get(key) or [] if c.get("name") == name), None)
 
 
-_TYPED: dict[int, tuple[Obj, Obj]] = {}
+def keyed(value: Any, key: str = "") -> bool:
+    """Whether every list under a strategic-merge list key (`MERGE_KEYS`, at any depth) holds
+    only maps whose merge key is a non-empty string or a non-zero integer.
+
+    The merge of documents that are all keyed cannot fail: its one error is a merge list
+    item without its merge key (`compiler.kube.strategicmerge`), and what it merges into a
+    keyed list is a keyed item (it never drops a key: the typed patches hold no null). The
+    typed form of a patch (`compiler.core.context`) is keyed when the patch is: it drops
+    nulls, empty lists and zero values of `omitempty` fields, which such a key value is not,
+    and adds no list."""
+    if isinstance(value, dict):
+        for name, item in value.items():
+            if isinstance(item, (dict, list)) and not keyed(item, name):
+                return False
+        return True
+    if isinstance(value, list):
+        merge_key = MERGE_KEYS.get(key)
+        for item in value:
+            if merge_key is not None and not (
+                    isinstance(item, dict) and _key_value(item.get(merge_key))):
+                return False
+            if isinstance(item, (dict, list)) and not keyed(item, key):
+                return False
+    return True
 
 
-def _typed(runtime: Obj) -> Obj:
-    """The runtime's JobSet spec after the typed round trip, which runs once per runtime
-    object (callers validate many TrainJobs against one runtime); shared: read only."""
+def _key_value(value: Any) -> bool:
+    return (type(value) is str and value != "") or (type(value) is int and value != 0)
+
+
+_TYPED: dict[int, tuple[Obj, Obj, bool]] = {}
+
+
+def _typed_facts(runtime: Obj) -> tuple[Obj, bool]:
+    """The runtime's JobSet spec after the typed round trip and whether it is `keyed`,
+    worked out once per runtime object (callers validate many TrainJobs against one
+    runtime); the spec is shared: read only."""
     cached = _TYPED.get(id(runtime))
     if cached is None or cached[0] is not runtime:
         if len(_TYPED) > 256:
             _TYPED.clear()
         template = as_dict(as_dict(runtime.get("spec")).get("template"))
-        cached = (runtime, typed.jobset_spec(as_dict(template.get("spec"))))
+        spec = typed.jobset_spec(as_dict(template.get("spec")))
+        cached = (runtime, spec, keyed(spec))
         _TYPED[id(runtime)] = cached
-    return cached[1]
+    return cached[1], cached[2]
+
+
+def _typed(runtime: Obj) -> Obj:
+    """The runtime's JobSet spec after the typed round trip (shared: read only)."""
+    return _typed_facts(runtime)[0]
 
 
 def _typed_spec(runtime: Obj) -> Obj:
