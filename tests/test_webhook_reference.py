@@ -266,6 +266,9 @@ def runtime_doc(draw: st.DrawFn) -> Obj:
             {"jobName": draw(st.sampled_from(["node", "extra", "launcher"])),
              "containerNames": draw(st.lists(st.sampled_from(["node", "sidecar", "init"]),
                                              min_size=1, max_size=2, unique=True))}]}
+    mpi_policy = get_path(spec, "mlPolicy", "mpi")
+    if isinstance(mpi_policy, dict) and draw(st.booleans()):
+        mpi_policy["runLauncherAsNode"] = True
     jobs = spec["template"]["spec"]["replicatedJobs"]
     if draw(st.integers(0, 3)) == 0:
         node = next(j for j in jobs if j["name"] == "node")
@@ -370,6 +373,16 @@ def _examples() -> Iterator[Diagnostic]:
         "initializer": {"dataset": {"storageUri": "hf://d"}}}}),
         _edited(deepspeed, lambda s: s["template"]["spec"].update(replicatedJobs=[
             j for j in s["template"]["spec"]["replicatedJobs"] if j["name"] != "launcher"])))
+    no_launcher = _edited(deepspeed, lambda s: s["template"]["spec"].update(replicatedJobs=[
+        j for j in s["template"]["spec"]["replicatedJobs"] if j["name"] != "launcher"]))
+    adds_launcher = copy_json(new_job)
+    adds_launcher["runtimeRef"] = {"name": "deepspeed-distributed"}
+    adds_launcher["trainer"] = {"numNodes": 2}
+    for name in ("launcher", "other"):
+        pjob["name"] = name
+        adds_launcher["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"][
+            "replicatedJobs"][0] = copy_json(pjob)
+        yield from same(admitted("TrainJob", {**job, "spec": adds_launcher}), no_launcher)
     yield from same(admitted("TrainJob", {**job, "spec": {
         "runtimeRef": {"name": "torch-distributed"}, "trainer": {"numNodes": 1}}}),
         _edited(torch_rt, _flux_with_installer))

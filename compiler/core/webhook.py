@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from compiler.common.diagnostics import Diagnostic, Path, Severity, error
@@ -95,7 +96,7 @@ def validate_trainjob(trainjob: Obj, runtime: Obj | None, *,
     if runtime is None:
         return [_not_found(trainjob)]
     found: list[Diagnostic] = []
-    deprecated = _deprecated_reference(runtime)
+    deprecated = _runtime_facts(runtime).deprecated
     if deprecated is not None:
         found.append(deprecated)
     job = Admission(trainjob, runtime)
@@ -137,30 +138,41 @@ def validate_runtime(runtime: Obj, *, old: Obj | None = None) -> list[Diagnostic
 
 
 _POLICY = re.compile(r"(mlPolicy|podGroupPolicy)\.(\w+)")
-_PER_RUNTIME: dict[int, tuple[Obj, list[Validate], dict[str, set[str]]]] = {}
+_PER_RUNTIME: dict[int, RuntimeFacts] = {}
 
 
-def _runtime_facts(runtime: Obj) -> tuple[list[Validate], dict[str, set[str]]]:
-    """What the rules read of a runtime alone, worked out once per runtime object (callers
-    validate many TrainJobs against one): the plugins' `validate` functions to run, in
-    registry order, and the container names per job of the runtime's template."""
+@dataclass(frozen=True)
+class RuntimeFacts:
+    """What the rules read of a runtime alone: the plugins' `validate` functions to run, in
+    registry order, the container names per job of the runtime's template, and the
+    deprecation warning for a TrainJob that references it (a Diagnostic is immutable)."""
+
+    runtime: Obj
+    validators: list[Validate]
+    names: dict[str, set[str]]
+    deprecated: Diagnostic | None
+
+
+def _runtime_facts(runtime: Obj) -> RuntimeFacts:
+    """The facts of a runtime, worked out once per runtime object (callers validate many
+    TrainJobs against one, and never change it)."""
     cached = _PER_RUNTIME.get(id(runtime))
-    if cached is None or cached[0] is not runtime:
+    if cached is None or cached.runtime is not runtime:
         if len(_PER_RUNTIME) > 256:
             _PER_RUNTIME.clear()
         validators = [plugin.validate for plugin in REGISTRY if plugin.validate is not None
                       and _policy_set(runtime, plugin.policy)]
         names = _container_names(as_dict(get_path(runtime, "spec", "template", "spec")))
-        cached = (runtime, validators, names)
+        cached = RuntimeFacts(runtime, validators, names, _deprecated_reference(runtime))
         _PER_RUNTIME[id(runtime)] = cached
-    return cached[1], cached[2]
+    return cached
 
 
 def _validators(runtime: Obj) -> list[Validate]:
     """The plugins' `validate` functions that can find anything for this runtime: a plugin
     whose policy (`mlPolicy.<key>`, `podGroupPolicy.<key>`) the runtime does not set yields
     nothing, as its `validate` returns first thing without that policy."""
-    return _runtime_facts(runtime)[0]
+    return _runtime_facts(runtime).validators
 
 
 def _policy_set(runtime: Obj, policy: str) -> bool:
@@ -210,7 +222,8 @@ def _deprecated_reference(runtime: Obj) -> Diagnostic | None:
 def _jobset(job: Admission) -> Iterator[Diagnostic]:
     """JobSet `Validate`: initializer jobs (by job name), runtime patches."""
     initializer = as_dict(job.spec.get("initializer"))
-    if any(isinstance(initializer.get(k), dict) for k in ("dataset", "model")) \
+    if (isinstance(initializer.get("dataset"), dict)
+            or isinstance(initializer.get("model"), dict)) \
             and (spec := job.template_spec()) is not None:
         names = _container_names(spec)
         for key, name, config in (("dataset", DATASET_INITIALIZER, "datasetConfig"),
@@ -264,7 +277,7 @@ def _patches(job: Admission) -> Iterator[Diagnostic]:
     template; see the module docstring)."""
     if not job.spec.get("runtimePatches"):
         return  # no patch, no patch job: nothing below would be looked at
-    names = _runtime_facts(job.runtime)[1]
+    names = _runtime_facts(job.runtime).names
     for i, patch in enumerate(as_list(job.spec.get("runtimePatches"))):
         yield from _manager(str(patch.get("manager", "")), (*PATCHES, i, "manager"))
     for i, j, pjob in patch_jobs(job.trainjob):

@@ -76,8 +76,27 @@ class Admission:
             return _typed(self.runtime)
         return self.ctx.spec if self.ctx is not None else None
 
-    @property
+    def job_names(self) -> set[str] | None:
+        """The replicatedJob names of the JobSet spec after the patches (None when the
+        context cannot be built), without building the context: a merge that succeeds keeps
+        every job of the runtime's typed spec and adds those the patches' job lists name (it
+        merges them by name and deletes none; the typed round trip after it keeps every
+        list item)."""
+        if "ctx" not in self.__dict__:
+            specs = [get_path(patch, *PATCH_SPEC) for patch in runtime_patches(self.trainjob)]
+            lists = [spec.get("replicatedJobs") for spec in specs if isinstance(spec, dict)]
+            if all(jobs is None or isinstance(jobs, list) for jobs in lists) \
+                    and self.merge_problem() is None:
+                names = {name for name, _ in job_pods(_typed(self.runtime))}
+                names.update(str(rjob.get("name", "")) for jobs in lists
+                             for rjob in jobs or [])
+                return names
+        spec = self.template_spec()
+        return None if spec is None else {name for name, _ in job_pods(spec)}
+
+    @functools.cached_property
     def spec(self) -> Obj:
+        """The TrainJob's `spec` (an empty mapping when it is not one)."""
         spec = self.trainjob.get("spec")
         return spec if isinstance(spec, dict) else {}
 
@@ -93,7 +112,9 @@ class Admission:
 
 def runtime_policy(runtime: Obj, group: str, key: str) -> Obj | None:
     """`spec.<group>.<key>` of a runtime document, when it is a mapping."""
-    value = as_dict(as_dict(runtime.get("spec")).get(group)).get(key)
+    spec = runtime.get("spec")
+    policies = spec.get(group) if isinstance(spec, dict) else None
+    value = policies.get(key) if isinstance(policies, dict) else None
     return value if isinstance(value, dict) else None
 
 

@@ -37,7 +37,7 @@ from compiler.core.plugins.base import (
     ml_policy_has,
     owned_object,
 )
-from compiler.core.plugins.checks import NUM_NODES, Admission, job_pods, reserved_envs
+from compiler.core.plugins.checks import NUM_NODES, Admission, reserved_envs
 from compiler.core.resources import gpu_count, int32, node_resources
 
 LAUNCHER = "launcher"
@@ -215,8 +215,7 @@ def validate(job: Admission) -> Iterator[Diagnostic]:
     if mpi is None or trainer is None:
         return
     if trainer.get("numNodes", 1) >= 2 and mpi.get("runLauncherAsNode") is True and \
-            (spec := job.template_spec()) is not None and \
-            not {LAUNCHER, NODE} <= {name for name, _ in job_pods(spec)}:
+            (names := job.job_names()) is not None and not {LAUNCHER, NODE} <= names:
         yield error("TJC-WEBHOOK-MPI-LAUNCHER-AS-NODE",
                     "must have 1 when MPI trainingRuntime with enabled runLauncherAsNode does "
                     "not have either launcher and node", NUM_NODES)
