@@ -79,6 +79,8 @@ Validate = Callable[[Admission], Iterable[Diagnostic]]
 _DNS1123_LABEL = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _DNS1123_SUBDOMAIN = _DNS1123_LABEL + "(\\." + _DNS1123_LABEL + ")*"
 _HTTP_PATH = "[A-Za-z0-9/\\-._~%!$&'()*+,;=:]+"
+_SUBDOMAIN = re.compile(_DNS1123_SUBDOMAIN)
+_PATH = re.compile(_HTTP_PATH)
 _SUBDOMAIN_MESSAGE = (
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
     "'.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used "
@@ -337,9 +339,9 @@ def _manager(value: str, path: Path) -> Iterator[Diagnostic]:
         return
     if len(host) > 253:
         yield error(rule, f"invalid value {_q(host)}: must be no more than 253 characters", path)
-    if not re.fullmatch(_DNS1123_SUBDOMAIN, host):
+    if not _SUBDOMAIN.fullmatch(host):
         yield error(rule, f"invalid value {_q(host)}: {_SUBDOMAIN_MESSAGE}", path)
-    if not re.fullmatch(_HTTP_PATH, rest):
+    if not _PATH.fullmatch(rest):
         yield error(rule, f"invalid value {_q(rest)}: invalid path (regex used for validation "
                     f"is '{_HTTP_PATH}')", path)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from compiler.common.diagnostics import Diagnostic, Path, Severity, error
@@ -43,6 +43,7 @@ class Admission:
     trainjob: Obj
     runtime: Obj
     problem: Diagnostic | None = None
+    merge_known: bool = field(default=False, init=False, repr=False)
 
     @functools.cached_property
     def ctx(self) -> Context | None:
@@ -55,13 +56,14 @@ class Admission:
         (`compiler.core.context.merge_each`), so that merge alone decides, on the same
         typed copy of the runtime's spec `_context` starts from; and it need not run when
         every merge list of the patches and of the runtime's typed spec is `keyed`."""
-        if "ctx" not in self.__dict__ and not (
+        if "ctx" not in self.__dict__ and not self.merge_known and not (
                 keyed(self.spec.get("runtimePatches")) and _typed_facts(self.runtime)[1]):
             try:
                 merge_each(_typed_spec(self.runtime), runtime_patches(self.trainjob))
             except TjcError as exc:
                 self.problem = exc.diagnostic
                 self.__dict__["ctx"] = None  # what `ctx` would give: no context
+        self.merge_known = True
         return self.problem
 
     def template_spec(self) -> Obj | None:
@@ -199,7 +201,10 @@ def _context(trainjob: Obj, runtime: Obj) -> tuple[Context | None, Diagnostic | 
 
 def reserved_envs(rule: str, trainer: Obj, reserved: frozenset[str]) -> Iterator[Diagnostic]:
     """One error at `spec.trainer.env` listing the reserved names used, sorted (Go's `%v`)."""
-    names = sorted(reserved.intersection(str(e.get("name")) for e in as_list(trainer.get("env"))))
+    env = trainer.get("env")
+    if not env:
+        return
+    names = sorted(reserved.intersection(str(e.get("name")) for e in as_list(env)))
     if names:
         yield error(rule, f"must not have reserved envs, invalid envs configured: "
                     f"[{' '.join(names)}]", TRAINER_ENV)
