@@ -10,6 +10,10 @@ it reads no cluster, file or clock, and never mutates its arguments.
 As upstream (`ValidateObjects`), the TrainJob rules see the runtime through the compile context
 (`compiler.core.context.build_context`: the JobSet template after `runtimePatches`, one pod set per
 replicatedJob) without running any plugin, so counts and framework envs are not applied.
+That context is built only where a rule needs more than names: whether the patches merge,
+the job names after them, and (when no patch has a spec) the runtime's typed template are
+worked out without it (`compiler.core.plugins.checks.Admission`), and a plugin whose policy
+the runtime does not set is not run (its rules need that policy).
 The deprecation warning comes first; then each plugin's own rules (`PluginSpec.validate`, in
 the plugin's module: upstream's plugin `Validate`) in registry order (upstream's is random);
 then the JobSet rules held here (initializers and runtime patches), which need no framework.
