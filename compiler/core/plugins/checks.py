@@ -217,7 +217,8 @@ def quirk(rule: str, message: str, path: Path, subject: str = "trainjob") -> Dia
 
 def trainer_of(trainjob: Obj) -> Obj | None:
     """The TrainJob's `spec.trainer`, when it is a mapping."""
-    trainer = get_path(trainjob, "spec", "trainer")
+    spec = trainjob.get("spec")
+    trainer = spec.get("trainer") if isinstance(spec, dict) else None
     return trainer if isinstance(trainer, dict) else None
 
 
