@@ -102,15 +102,15 @@ def validate_trainjob(trainjob: Obj, runtime: Obj | None, *,
     if runtime is None:
         return [_not_found(trainjob)]
     found: list[Diagnostic] = []
-    deprecated = _runtime_facts(runtime).deprecated
-    if deprecated is not None:
-        found.append(deprecated)
+    facts = _runtime_facts(runtime)
+    if facts.deprecated is not None:
+        found.append(facts.deprecated)
     job = Admission(trainjob, runtime)
     if as_dict(trainjob.get("spec")).get("runtimePatches"):
         problem = job.merge_problem()  # only patches can keep the context from being built
         if problem is not None:
             found.append(problem)
-    for validate in _validators(runtime):
+    for validate in facts.validators:
         found.extend(validate(job))
     found.extend(_jobset(job))
     if old is not None:
@@ -150,8 +150,10 @@ _PER_RUNTIME: dict[int, RuntimeFacts] = {}
 @dataclass(frozen=True)
 class RuntimeFacts:
     """What the rules read of a runtime alone: the plugins' `validate` functions to run, in
-    registry order, the container names per job of the runtime's template, and the
-    deprecation warning for a TrainJob that references it (a Diagnostic is immutable)."""
+    registry order (a plugin whose policy, `mlPolicy.<key>` or `podGroupPolicy.<key>`, the
+    runtime does not set yields nothing: its `validate` returns first thing without it),
+    the container names per job of the runtime's template, and the deprecation warning for
+    a TrainJob that references it (a Diagnostic is immutable)."""
 
     runtime: Obj
     validators: list[Validate]
@@ -172,13 +174,6 @@ def _runtime_facts(runtime: Obj) -> RuntimeFacts:
         cached = RuntimeFacts(runtime, validators, names, _deprecated_reference(runtime))
         _PER_RUNTIME[id(runtime)] = cached
     return cached
-
-
-def _validators(runtime: Obj) -> list[Validate]:
-    """The plugins' `validate` functions that can find anything for this runtime: a plugin
-    whose policy (`mlPolicy.<key>`, `podGroupPolicy.<key>`) the runtime does not set yields
-    nothing, as its `validate` returns first thing without that policy."""
-    return _runtime_facts(runtime).validators
 
 
 def _policy_set(runtime: Obj, policy: str) -> bool:

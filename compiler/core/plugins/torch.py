@@ -51,6 +51,7 @@ from compiler.core.upsert import env_vars
 TUNE_ENTRYPOINT = ["tune", "run"]
 ENV_NAMES = ("PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK", "PET_MASTER_ADDR",
              "PET_MASTER_PORT")
+RESERVED_ENVS = frozenset(ENV_NAMES)
 TORCHTUNE_MODELS = frozenset({"llama3_2/1B", "llama3_2/3B", "llama3_3/70B", "qwen2_5/1.5B"})
 LLAMA_70B, QWEN_1_5B = "llama3_3/70B", "qwen2_5/1.5B"
 QLORA_SUFFIX, QLORA_SINGLE_DEVICE_SUFFIX = "_qlora", "_qlora_single_device"
@@ -208,7 +209,7 @@ def validate(job: Admission) -> Iterator[Diagnostic]:
     trainer = job.trainer
     if trainer is None:
         return
-    yield from reserved_envs("TJC-WEBHOOK-TORCH-RESERVED-ENV", trainer, frozenset(ENV_NAMES))
+    yield from reserved_envs("TJC-WEBHOOK-TORCH-RESERVED-ENV", trainer, RESERVED_ENVS)
     if trainer.get("command") == TUNE_ENTRYPOINT and job.ctx is not None:
         yield from _torchtune(job.ctx, trainer)
 
@@ -293,7 +294,7 @@ PLUGIN = PluginSpec(
     provides=frozenset({"pod-counts", "trainer-env", "framework-env", "trainer-port"}),
     ml_source="torch",
     validate=validate,
-    reserved_envs=frozenset(ENV_NAMES),
+    reserved_envs=RESERVED_ENVS,
     trainer_envs=ENV_NAMES,
     trainer_envs_note=" (envInjection targets still get them)",
     gpu_effect=gpu_effect,
