@@ -252,6 +252,19 @@ def merge_patches(spec: Obj, patches: list[Obj], origins: Recorder | None = None
     if origins is not None and origins.enabled and patches:
         _record_patches(spec, patches, origins, root)
     order = {rjob.get("name"): i for i, rjob in enumerate(spec.get("replicatedJobs") or [])}
+    spec, patched = merge_each(spec, patches)
+    if not patched:
+        return spec
+    jobs = spec.get("replicatedJobs")
+    if isinstance(jobs, list):
+        jobs.sort(key=lambda rjob: order.get(rjob.get("name"), 0))
+    return typed.jobset_spec(spec, owned=True)
+
+
+def merge_each(spec: Obj, patches: list[Obj]) -> tuple[Obj, bool]:
+    """The strategic merge of each patch's spec (typed) into `spec`, which the caller hands
+    over, and whether any patch had a spec: the only step of `build_context` that can fail
+    (`CompileError` for a list item without its merge key)."""
     patched = False
     for patch in patches:
         pspec = _patch_template(patch).get("spec")
@@ -259,12 +272,7 @@ def merge_patches(spec: Obj, patches: list[Obj], origins: Recorder | None = None
             continue
         spec = smp.merge_into(spec, _typed_patch(pspec))
         patched = True
-    if not patched:
-        return spec
-    jobs = spec.get("replicatedJobs")
-    if isinstance(jobs, list):
-        jobs.sort(key=lambda rjob: order.get(rjob.get("name"), 0))
-    return typed.jobset_spec(spec, owned=True)
+    return spec, patched
 
 
 def _record_normalized(origins: Recorder, root: Path, raw: Any, spec: Obj) -> None:

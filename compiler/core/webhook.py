@@ -10,6 +10,10 @@ it reads no cluster, file or clock, and never mutates its arguments.
 As upstream (`ValidateObjects`), the TrainJob rules see the runtime through the compile context
 (`compiler.core.context.build_context`: the JobSet template after `runtimePatches`, one pod set per
 replicatedJob) without running any plugin, so counts and framework envs are not applied.
+That context is built only where a rule needs more than names: whether the patches merge,
+the job names after them, and (when no patch has a spec) the runtime's typed template are
+worked out without it (`compiler.core.plugins.checks.Admission`), and a plugin whose policy
+the runtime does not set is not run (its rules need that policy).
 The deprecation warning comes first; then each plugin's own rules (`PluginSpec.validate`, in
 the plugin's module: upstream's plugin `Validate`) in registry order (upstream's is random);
 then the JobSet rules held here (initializers and runtime patches), which need no framework.
@@ -37,7 +41,8 @@ Where this differs from upstream, on purpose:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from compiler.common.diagnostics import Diagnostic, Path, Severity, error
@@ -54,6 +59,7 @@ from compiler.core.plugins.checks import (
     as_dict,
     as_list,
     patch_jobs,
+    runtime_policy,
 )
 from compiler.core.plugins.checks import go_quote as _q
 from compiler.core.resolve import wanted_key
@@ -72,9 +78,13 @@ ANCESTOR_CONTAINERS = {"trainer": NODE, MODEL_INITIALIZER: MODEL_INITIALIZER,
                        DATASET_INITIALIZER: DATASET_INITIALIZER}
 PATCH_ENV_CONTAINERS = frozenset({DATASET_INITIALIZER, MODEL_INITIALIZER, NODE})
 
+Validate = Callable[[Admission], Iterable[Diagnostic]]
+
 _DNS1123_LABEL = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _DNS1123_SUBDOMAIN = _DNS1123_LABEL + "(\\." + _DNS1123_LABEL + ")*"
 _HTTP_PATH = "[A-Za-z0-9/\\-._~%!$&'()*+,;=:]+"
+_SUBDOMAIN = re.compile(_DNS1123_SUBDOMAIN)
+_PATH = re.compile(_HTTP_PATH)
 _SUBDOMAIN_MESSAGE = (
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
     "'.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used "
@@ -92,16 +102,16 @@ def validate_trainjob(trainjob: Obj, runtime: Obj | None, *,
     if runtime is None:
         return [_not_found(trainjob)]
     found: list[Diagnostic] = []
-    deprecated = _deprecated_reference(runtime)
-    if deprecated is not None:
-        found.append(deprecated)
+    facts = _runtime_facts(runtime)
+    if facts.deprecated is not None:
+        found.append(facts.deprecated)
     job = Admission(trainjob, runtime)
-    if as_dict(trainjob.get("spec")).get("runtimePatches") and job.ctx is None \
-            and job.problem is not None:
-        found.append(job.problem)  # only patches can keep the context from being built
-    for plugin in REGISTRY:
-        if plugin.validate is not None:
-            found.extend(plugin.validate(job))
+    if as_dict(trainjob.get("spec")).get("runtimePatches"):
+        problem = job.merge_problem()  # only patches can keep the context from being built
+        if problem is not None:
+            found.append(problem)
+    for validate in facts.validators:
+        found.extend(validate(job))
     found.extend(_jobset(job))
     if old is not None:
         found.extend(_patches_immutable(job, old))
@@ -128,6 +138,47 @@ def validate_runtime(runtime: Obj, *, old: Obj | None = None) -> list[Diagnostic
             subject="runtime"))
     found.extend(_replicated_jobs(runtime))
     return found
+
+
+# ----------------------------------------------------------------------------- per runtime
+
+
+_POLICY = re.compile(r"(mlPolicy|podGroupPolicy)\.(\w+)")
+_PER_RUNTIME: dict[int, RuntimeFacts] = {}
+
+
+@dataclass(frozen=True)
+class RuntimeFacts:
+    """What the rules read of a runtime alone: the plugins' `validate` functions to run, in
+    registry order (a plugin whose policy, `mlPolicy.<key>` or `podGroupPolicy.<key>`, the
+    runtime does not set yields nothing: its `validate` returns first thing without it),
+    the container names per job of the runtime's template, and the deprecation warning for
+    a TrainJob that references it (a Diagnostic is immutable)."""
+
+    runtime: Obj
+    validators: list[Validate]
+    names: dict[str, set[str]]
+    deprecated: Diagnostic | None
+
+
+def _runtime_facts(runtime: Obj) -> RuntimeFacts:
+    """The facts of a runtime, worked out once per runtime object (callers validate many
+    TrainJobs against one, and never change it)."""
+    cached = _PER_RUNTIME.get(id(runtime))
+    if cached is None or cached.runtime is not runtime:
+        if len(_PER_RUNTIME) > 256:
+            _PER_RUNTIME.clear()
+        validators = [plugin.validate for plugin in REGISTRY if plugin.validate is not None
+                      and _policy_set(runtime, plugin.policy)]
+        names = _container_names(as_dict(get_path(runtime, "spec", "template", "spec")))
+        cached = RuntimeFacts(runtime, validators, names, _deprecated_reference(runtime))
+        _PER_RUNTIME[id(runtime)] = cached
+    return cached
+
+
+def _policy_set(runtime: Obj, policy: str) -> bool:
+    match = _POLICY.fullmatch(policy)
+    return match is None or runtime_policy(runtime, match[1], match[2]) is not None
 
 
 # ----------------------------------------------------------------------------- runtime lookup
@@ -172,13 +223,14 @@ def _deprecated_reference(runtime: Obj) -> Diagnostic | None:
 def _jobset(job: Admission) -> Iterator[Diagnostic]:
     """JobSet `Validate`: initializer jobs (by job name), runtime patches."""
     initializer = as_dict(job.spec.get("initializer"))
-    if any(isinstance(initializer.get(k), dict) for k in ("dataset", "model")) \
-            and job.ctx is not None:
-        names = _container_names(job.ctx.spec)
+    if (isinstance(initializer.get("dataset"), dict)
+            or isinstance(initializer.get("model"), dict)) \
+            and (spec := job.template_spec()) is not None:
+        names = _container_names(spec)
         for key, name, config in (("dataset", DATASET_INITIALIZER, "datasetConfig"),
                                   ("model", MODEL_INITIALIZER, "modelConfig")):
             if isinstance(initializer.get(key), dict):
-                yield from _initializer(job.ctx.spec, names, name, config)
+                yield from _initializer(spec, names, name, config)
     yield from _patches(job)
 
 
@@ -224,7 +276,9 @@ def _has_initializer_mount(spec: Obj, name: str) -> bool:
 def _patches(job: Admission) -> Iterator[Diagnostic]:
     """Patch managers, and the jobs and containers patches name (against the runtime's own
     template; see the module docstring)."""
-    names = _container_names(as_dict(get_path(job.runtime, "spec", "template", "spec")))
+    if not job.spec.get("runtimePatches"):
+        return  # no patch, no patch job: nothing below would be looked at
+    names = _runtime_facts(job.runtime).names
     for i, patch in enumerate(as_list(job.spec.get("runtimePatches"))):
         yield from _manager(str(patch.get("manager", "")), (*PATCHES, i, "manager"))
     for i, j, pjob in patch_jobs(job.trainjob):
@@ -284,9 +338,9 @@ def _manager(value: str, path: Path) -> Iterator[Diagnostic]:
         return
     if len(host) > 253:
         yield error(rule, f"invalid value {_q(host)}: must be no more than 253 characters", path)
-    if not re.fullmatch(_DNS1123_SUBDOMAIN, host):
+    if not _SUBDOMAIN.fullmatch(host):
         yield error(rule, f"invalid value {_q(host)}: {_SUBDOMAIN_MESSAGE}", path)
-    if not re.fullmatch(_HTTP_PATH, rest):
+    if not _PATH.fullmatch(rest):
         yield error(rule, f"invalid value {_q(rest)}: invalid path (regex used for validation "
                     f"is '{_HTTP_PATH}')", path)
 

@@ -13,14 +13,15 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from compiler.common.diagnostics import Diagnostic, Path, Severity, error
 from compiler.common.errors import TjcError
 from compiler.common.jsondata import Obj, fast_copy, get_path
-from compiler.core.context import Context, build_context
+from compiler.core.context import Context, build_context, merge_each, runtime_patches
 from compiler.kube import roundtrip as typed
+from compiler.kube.strategicmerge import MERGE_KEYS
 
 TRAINER_ENV: Path = ("spec", "trainer", "env")
 NUM_NODES: Path = ("spec", "trainer", "numNodes")
@@ -30,6 +31,7 @@ PATCHES: Path = ("spec", "runtimePatches")
 POD_SPEC: Path = ("template", "spec", "template", "spec")
 PATCH_JOBS: Path = ("trainingRuntimeSpec", "template", "spec", "replicatedJobs")
 RUNTIME_JOBS: Path = ("spec", "template", "spec", "replicatedJobs")
+PATCH_SPEC: Path = ("trainingRuntimeSpec", "template", "spec")
 
 
 @dataclass
@@ -41,14 +43,62 @@ class Admission:
     trainjob: Obj
     runtime: Obj
     problem: Diagnostic | None = None
+    merge_known: bool = field(default=False, init=False, repr=False)
 
     @functools.cached_property
     def ctx(self) -> Context | None:
         ctx, self.problem = _context(self.trainjob, self.runtime)
         return ctx
 
-    @property
+    def merge_problem(self) -> Diagnostic | None:
+        """Why the context cannot be built (None when it can), without building it unless it
+        is built already: only the merge of the runtime patches can fail
+        (`compiler.core.context.merge_each`), so that merge alone decides, on the same
+        typed copy of the runtime's spec `_context` starts from; and it need not run when
+        every merge list of the patches and of the runtime's typed spec is `keyed`."""
+        if "ctx" not in self.__dict__ and not self.merge_known and not (
+                keyed(self.spec.get("runtimePatches")) and _typed_facts(self.runtime)[1]):
+            try:
+                merge_each(_typed_spec(self.runtime), runtime_patches(self.trainjob))
+            except TjcError as exc:
+                self.problem = exc.diagnostic
+                self.__dict__["ctx"] = None  # what `ctx` would give: no context
+        self.merge_known = True
+        return self.problem
+
+    def template_spec(self) -> Obj | None:
+        """The JobSet spec after the patches for rules that read only names (of jobs,
+        containers, volume mounts); None when the context cannot be built. It is the
+        context's, except that no context is built when no patch has a spec: the context's
+        spec is then the runtime's typed spec with only container resources merged, and that
+        typed spec itself is returned, shared by every TrainJob of the runtime: read only."""
+        if "ctx" not in self.__dict__ and not any(
+                isinstance(get_path(patch, *PATCH_SPEC), dict)
+                for patch in runtime_patches(self.trainjob)):
+            return _typed(self.runtime)
+        return self.ctx.spec if self.ctx is not None else None
+
+    def job_names(self) -> set[str] | None:
+        """The replicatedJob names of the JobSet spec after the patches (None when the
+        context cannot be built), without building the context: a merge that succeeds keeps
+        every job of the runtime's typed spec and adds those the patches' job lists name (it
+        merges them by name and deletes none; the typed round trip after it keeps every
+        list item)."""
+        if "ctx" not in self.__dict__:
+            specs = [get_path(patch, *PATCH_SPEC) for patch in runtime_patches(self.trainjob)]
+            lists = [spec.get("replicatedJobs") for spec in specs if isinstance(spec, dict)]
+            if all(jobs is None or isinstance(jobs, list) for jobs in lists) \
+                    and self.merge_problem() is None:
+                names = {name for name, _ in job_pods(_typed(self.runtime))}
+                names.update(str(rjob.get("name", "")) for jobs in lists
+                             for rjob in jobs or [])
+                return names
+        spec = self.template_spec()
+        return None if spec is None else {name for name, _ in job_pods(spec)}
+
+    @functools.cached_property
     def spec(self) -> Obj:
+        """The TrainJob's `spec` (an empty mapping when it is not one)."""
         spec = self.trainjob.get("spec")
         return spec if isinstance(spec, dict) else {}
 
@@ -64,24 +114,81 @@ class Admission:
 
 def runtime_policy(runtime: Obj, group: str, key: str) -> Obj | None:
     """`spec.<group>.<key>` of a runtime document, when it is a mapping."""
-    value = as_dict(as_dict(runtime.get("spec")).get(group)).get(key)
+    spec = runtime.get("spec")
+    policies = spec.get(group) if isinstance(spec, dict) else None
+    value = policies.get(key) if isinstance(policies, dict) else None
     return value if isinstance(value, dict) else None
 
 
-_TYPED: dict[int, tuple[Obj, Obj]] = {}
+def job_pods(spec: Obj) -> Iterator[tuple[str, Obj]]:
+    """(name, pod spec) per replicatedJob of a JobSet spec, as the context's pod sets hold
+    them (`compiler.core.context`)."""
+    for rjob in spec.get("replicatedJobs") or []:
+        yield str(rjob.get("name", "")), rjob["template"]["spec"]["template"]["spec"]
 
 
-def _typed_spec(runtime: Obj) -> Obj:
-    """A fresh copy of the runtime's JobSet spec after the typed round trip; the round trip
-    runs once per runtime object (callers validate many TrainJobs against one runtime)."""
+def pod_container(pod_spec: Obj, name: str, *, init: bool = False) -> Obj | None:
+    """The first container (or init container) with this name (`PodSet.container`)."""
+    key = "initContainers" if init else "containers"
+    return next((c for c in pod_spec.get(key) or [] if c.get("name") == name), None)
+
+
+def keyed(value: Any, key: str = "") -> bool:
+    """Whether every list under a strategic-merge list key (`MERGE_KEYS`, at any depth) holds
+    only maps whose merge key is a non-empty string or a non-zero integer.
+
+    The merge of documents that are all keyed cannot fail: its one error is a merge list
+    item without its merge key (`compiler.kube.strategicmerge`), and what it merges into a
+    keyed list is a keyed item (it never drops a key: the typed patches hold no null). The
+    typed form of a patch (`compiler.core.context`) is keyed when the patch is: it drops
+    nulls, empty lists and zero values of `omitempty` fields, which such a key value is not,
+    and adds no list."""
+    if isinstance(value, dict):
+        for name, item in value.items():
+            if isinstance(item, (dict, list)) and not keyed(item, name):
+                return False
+        return True
+    if isinstance(value, list):
+        merge_key = MERGE_KEYS.get(key)
+        for item in value:
+            if merge_key is not None and not (
+                    isinstance(item, dict) and _key_value(item.get(merge_key))):
+                return False
+            if isinstance(item, (dict, list)) and not keyed(item, key):
+                return False
+    return True
+
+
+def _key_value(value: Any) -> bool:
+    return (type(value) is str and value != "") or (type(value) is int and value != 0)
+
+
+_TYPED: dict[int, tuple[Obj, Obj, bool]] = {}
+
+
+def _typed_facts(runtime: Obj) -> tuple[Obj, bool]:
+    """The runtime's JobSet spec after the typed round trip and whether it is `keyed`,
+    worked out once per runtime object (callers validate many TrainJobs against one
+    runtime); the spec is shared: read only."""
     cached = _TYPED.get(id(runtime))
     if cached is None or cached[0] is not runtime:
         if len(_TYPED) > 256:
             _TYPED.clear()
         template = as_dict(as_dict(runtime.get("spec")).get("template"))
-        cached = (runtime, typed.jobset_spec(as_dict(template.get("spec"))))
+        spec = typed.jobset_spec(as_dict(template.get("spec")))
+        cached = (runtime, spec, keyed(spec))
         _TYPED[id(runtime)] = cached
-    return fast_copy(cached[1])  # type: ignore[no-any-return]
+    return cached[1], cached[2]
+
+
+def _typed(runtime: Obj) -> Obj:
+    """The runtime's JobSet spec after the typed round trip (shared: read only)."""
+    return _typed_facts(runtime)[0]
+
+
+def _typed_spec(runtime: Obj) -> Obj:
+    """A fresh copy of the runtime's JobSet spec after the typed round trip."""
+    return fast_copy(_typed(runtime))  # type: ignore[no-any-return]
 
 
 def _context(trainjob: Obj, runtime: Obj) -> tuple[Context | None, Diagnostic | None]:
@@ -94,7 +201,10 @@ def _context(trainjob: Obj, runtime: Obj) -> tuple[Context | None, Diagnostic | 
 
 def reserved_envs(rule: str, trainer: Obj, reserved: frozenset[str]) -> Iterator[Diagnostic]:
     """One error at `spec.trainer.env` listing the reserved names used, sorted (Go's `%v`)."""
-    names = sorted(reserved.intersection(str(e.get("name")) for e in as_list(trainer.get("env"))))
+    env = trainer.get("env")
+    if not env:
+        return
+    names = sorted(reserved.intersection(str(e.get("name")) for e in as_list(env)))
     if names:
         yield error(rule, f"must not have reserved envs, invalid envs configured: "
                     f"[{' '.join(names)}]", TRAINER_ENV)
@@ -107,7 +217,8 @@ def quirk(rule: str, message: str, path: Path, subject: str = "trainjob") -> Dia
 
 def trainer_of(trainjob: Obj) -> Obj | None:
     """The TrainJob's `spec.trainer`, when it is a mapping."""
-    trainer = get_path(trainjob, "spec", "trainer")
+    spec = trainjob.get("spec")
+    trainer = spec.get("trainer") if isinstance(spec, dict) else None
     return trainer if isinstance(trainer, dict) else None
 
 

@@ -51,6 +51,7 @@ from compiler.core.plugins.base import (
 from compiler.core.plugins.checks import (
     Admission,
     init_container_source,
+    job_pods,
     quirk,
     runtime_policy,
     trainer_of,
@@ -234,7 +235,8 @@ def build(ctx: Context) -> PluginResult:
 def validate(job: Admission) -> Iterator[Diagnostic]:
     """Flux `Validate`: numProcPerNode >= 1; no `flux-installer` init container in `node`."""
     flux = job.policy("mlPolicy", "flux")
-    if flux is None or job.ctx is None:
+    spec = job.template_spec() if flux is not None else None
+    if flux is None or spec is None:
         return
     trainer = job.trainer or {}
     npp = trainer.get("numProcPerNode", flux.get("numProcPerNode"))
@@ -242,10 +244,10 @@ def validate(job: Admission) -> Iterator[Diagnostic]:
         yield error("TJC-WEBHOOK-FLUX-NUM-PROC-PER-NODE",
                     f"numProcPerNode is {npp}: must be greater than or equal to 1 for Flux "
                     "TrainJob", ("spec", "trainer", "numProcPerNode"))
-    for ps in job.ctx.pod_sets:
-        if ps.name != NODE:
+    for name, pod_spec in job_pods(spec):
+        if name != NODE:
             continue
-        for container in ps.pod_spec.get("initContainers") or []:
+        for container in pod_spec.get("initContainers") or []:
             if container.get("name") == INSTALLER:
                 subject, path = init_container_source(job, NODE, INSTALLER)
                 yield error("TJC-WEBHOOK-FLUX-INSTALLER",

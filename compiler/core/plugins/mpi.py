@@ -215,8 +215,7 @@ def validate(job: Admission) -> Iterator[Diagnostic]:
     if mpi is None or trainer is None:
         return
     if trainer.get("numNodes", 1) >= 2 and mpi.get("runLauncherAsNode") is True and \
-            (ctx := job.ctx) is not None and (
-            ctx.pod_set_by_name(LAUNCHER) is None or ctx.pod_set_by_name(NODE) is None):
+            (names := job.job_names()) is not None and not {LAUNCHER, NODE} <= names:
         yield error("TJC-WEBHOOK-MPI-LAUNCHER-AS-NODE",
                     "must have 1 when MPI trainingRuntime with enabled runLauncherAsNode does "
                     "not have either launcher and node", NUM_NODES)

@@ -40,6 +40,8 @@ from compiler.core.plugins.checks import (
     as_dict,
     as_list,
     go_quote,
+    job_pods,
+    pod_container,
     reserved_envs,
     strings,
 )
@@ -49,6 +51,7 @@ from compiler.core.upsert import env_vars
 TUNE_ENTRYPOINT = ["tune", "run"]
 ENV_NAMES = ("PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK", "PET_MASTER_ADDR",
              "PET_MASTER_PORT")
+RESERVED_ENVS = frozenset(ENV_NAMES)
 TORCHTUNE_MODELS = frozenset({"llama3_2/1B", "llama3_2/3B", "llama3_3/70B", "qwen2_5/1.5B"})
 LLAMA_70B, QWEN_1_5B = "llama3_3/70B", "qwen2_5/1.5B"
 QLORA_SUFFIX, QLORA_SINGLE_DEVICE_SUFFIX = "_qlora", "_qlora_single_device"
@@ -200,25 +203,29 @@ def validate(job: Admission) -> Iterator[Diagnostic]:
     torch = job.policy("mlPolicy", "torch")
     if torch is None:
         return
-    if as_dict(torch.get("envInjection")).get("targets") and job.ctx is not None:
-        yield from _injection_targets(job.ctx, torch)
+    if as_dict(torch.get("envInjection")).get("targets") \
+            and (spec := job.template_spec()) is not None:
+        yield from _injection_targets(spec, torch)
     trainer = job.trainer
     if trainer is None:
         return
-    yield from reserved_envs("TJC-WEBHOOK-TORCH-RESERVED-ENV", trainer, frozenset(ENV_NAMES))
+    yield from reserved_envs("TJC-WEBHOOK-TORCH-RESERVED-ENV", trainer, RESERVED_ENVS)
     if trainer.get("command") == TUNE_ENTRYPOINT and job.ctx is not None:
         yield from _torchtune(job.ctx, trainer)
 
 
-def _injection_targets(ctx: Context, torch: Obj) -> Iterator[Diagnostic]:
-    """`validateEnvInjectionTargets`: every target container is in its pod set (regular
-    containers, then init containers)."""
+def _injection_targets(spec: Obj, torch: Obj) -> Iterator[Diagnostic]:
+    """`validateEnvInjectionTargets`: every target container is in its pod set (the first
+    job of that name; regular containers, then init containers)."""
+    pods: dict[str, Obj] = {}
+    for job_name, pod_spec in job_pods(spec):
+        pods.setdefault(job_name, pod_spec)
     for target in as_list(as_dict(torch.get("envInjection")).get("targets")):
         job_name = str(target.get("jobName", ""))
         for name in strings(target.get("containerNames")):
-            ps = ctx.pod_set_by_name(job_name)
-            if ps is not None and (ps.container(name) is not None
-                                   or ps.container(name, init=True) is not None):
+            pod = pods.get(job_name)
+            if pod is not None and (pod_container(pod, name) is not None
+                                    or pod_container(pod, name, init=True) is not None):
                 continue
             yield error("TJC-WEBHOOK-TORCH-ENV-INJECTION",
                         f"envInjection target podSet {go_quote(job_name)} container "
@@ -287,7 +294,7 @@ PLUGIN = PluginSpec(
     provides=frozenset({"pod-counts", "trainer-env", "framework-env", "trainer-port"}),
     ml_source="torch",
     validate=validate,
-    reserved_envs=frozenset(ENV_NAMES),
+    reserved_envs=RESERVED_ENVS,
     trainer_envs=ENV_NAMES,
     trainer_envs_note=" (envInjection targets still get them)",
     gpu_effect=gpu_effect,
