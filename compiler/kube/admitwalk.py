@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from compiler.common.diagnostics import Diagnostic, Path, Severity, error
+from compiler.common.diagnostics import Diagnostic, Path
 from compiler.common.jsondata import copy_json, copy_without_nulls
 from compiler.kube.defaults import default_value
 from compiler.kube.schema import order
 from compiler.kube.schematree import Node, root
-from compiler.kube.structural import SCALARS, UNKNOWN_FIELD, Walk, type_ok
+from compiler.kube.structural import SCALARS, Walk, type_ok
 
 
 class _Admit(Walk):
@@ -38,7 +38,7 @@ class _Admit(Walk):
         if isinstance(value, dict):
             return self.mapping(value, node, path)
         if isinstance(value, list):
-            return self.items_of(value, node, path)
+            return self.listed(value, node, path)
         if type(value) not in node.skip:
             node.check(value, path, self.found)
         return value
@@ -65,7 +65,7 @@ class _Admit(Walk):
     def mapping(self, value: dict[str, Any], node: Node, path: Path) -> Any:
         if self.is_metadata(node, path):
             return self.whole(copy_without_nulls(value), node, path)
-        out = self.properties(value, node, path)
+        out = super().mapping(value, node, path)
         props = node.props
         for name, default in node.defaults:
             if out.get(name) is None:
@@ -77,34 +77,6 @@ class _Admit(Walk):
             check(out, path, self.found)
         return out
 
-    def properties(self, value: dict[str, Any], node: Node, path: Path) -> dict[str, Any]:
-        """The base walk's mapping (pruned, typed, required fields reported), with each value
-        checked too; a scalar with nothing to check (`Node.quiet`) is kept without a call."""
-        out: dict[str, Any] = {}
-        props = node.props
-        for name, item in value.items():
-            if item is None:
-                continue
-            sub = props.get(name) or node.child(name)
-            if sub is None:
-                self.out.append(Diagnostic(Severity.WARNING, "TJC-UNKNOWN-FIELD", UNKNOWN_FIELD,
-                                           (*path, name), subject=self.subject))
-                continue
-            kind = type(item)
-            if kind in sub.quiet:
-                out[name] = item
-            elif kind is dict and dict in sub.sexact:  # `value`, its type known to be right
-                out[name] = self.mapping(item, sub, (*path, name))
-            elif kind is list and list in sub.sexact:
-                out[name] = self.items_of(item, sub, (*path, name))
-            else:
-                out[name] = self.mapped(item, sub, (*path, name))
-        for name in node.srequired:
-            if name not in out:
-                self.out.append(error("TJC-SCHEMA-REQUIRED", f"required field {name!r} is "
-                                      "missing", path, subject=self.subject))
-        return out
-
     def mapped(self, item: Any, sub: Node, path: Path) -> Any:
         """One property value of a mapping (the base walk's scalar branch, checked too)."""
         if isinstance(item, (dict, list)):
@@ -114,7 +86,7 @@ class _Admit(Walk):
             self.quantity(item, path)
         return item
 
-    def items_of(self, value: list[Any], node: Node, path: Path) -> Any:
+    def listed(self, value: list[Any], node: Node, path: Path) -> Any:
         if any(item is None for item in value):
             plain = Walk(self.subject)
             plain.out = self.out

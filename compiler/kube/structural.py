@@ -57,7 +57,7 @@ class Walk:
         if isinstance(value, dict):
             return self.mapping(value, node, path)
         if isinstance(value, list):
-            return self.sequence(value, node.item(), path)
+            return self.listed(value, node, path)
         return value
 
     def mapped(self, item: Any, sub: Node, path: Path) -> Any:
@@ -96,6 +96,10 @@ class Walk:
         self.out.append(error("TJC-SCHEMA-TYPE", f"expected {_ARTICLES[expected]}, got {got}",
                               path, subject=self.subject))
 
+    def listed(self, value: list[Any], node: Node, path: Path) -> Any:
+        """A list of the right type, walked against `node`'s items."""
+        return self.sequence(value, node.item(), path)
+
     def sequence(self, value: list[Any], items: Node | None, path: Path) -> Any:
         if items is None:
             return copy_without_nulls(value)
@@ -120,6 +124,14 @@ class Walk:
             if sub is None:
                 self.out.append(Diagnostic(Severity.WARNING, "TJC-UNKNOWN-FIELD", UNKNOWN_FIELD,
                                            (*path, name), subject=self.subject))
+                continue
+            kind = type(item)
+            if kind in sub.quiet:  # nothing to say about it, here or in admission
+                out[name] = item
+            elif kind is dict and dict in sub.sexact:  # `value`, its type known to be right
+                out[name] = self.mapping(item, sub, (*path, name))
+            elif kind is list and list in sub.sexact:
+                out[name] = self.listed(item, sub, (*path, name))
             else:
                 out[name] = self.mapped(item, sub, (*path, name))
         for name in node.srequired:
