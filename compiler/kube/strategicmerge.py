@@ -92,6 +92,35 @@ def _merge_list(original: list[Any], patch: list[Any], merge_key: str, key: str)
     return _merge_sorted(server_only, from_patch, original, merge_key)
 
 
+def keyed(value: Any, key: str = "") -> bool:
+    """Whether every list under a strategic-merge list key (`MERGE_KEYS`, at any depth) holds
+    only maps whose merge key is a non-empty string or a non-zero integer.
+
+    The merge of documents that are all keyed cannot fail: its one error is a merge list
+    item without its merge key (`_merge_list`), and what it merges into a keyed list is a
+    keyed item (it never drops a key: the typed patches hold no null). The typed form of a
+    patch (`compiler.core.context`) is keyed when the patch is: it drops nulls, empty lists
+    and zero values of `omitempty` fields, which such a key value is not, and adds no list."""
+    if isinstance(value, dict):
+        for name, item in value.items():
+            if isinstance(item, (dict, list)) and not keyed(item, name):
+                return False
+        return True
+    if isinstance(value, list):
+        merge_key = MERGE_KEYS.get(key)
+        for item in value:
+            if merge_key is not None and not (
+                    isinstance(item, dict) and _key_value(item.get(merge_key))):
+                return False
+            if isinstance(item, (dict, list)) and not keyed(item, key):
+                return False
+    return True
+
+
+def _key_value(value: Any) -> bool:
+    return (type(value) is str and value != "") or (type(value) is int and value != 0)
+
+
 def _index(items: list[Any], value: Any, merge_key: str) -> int:
     return next((i for i, item in enumerate(items) if item.get(merge_key) == value), -1)
 

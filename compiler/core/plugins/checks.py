@@ -21,7 +21,7 @@ from compiler.common.errors import TjcError
 from compiler.common.jsondata import Obj, fast_copy, get_path
 from compiler.core.context import Context, build_context, merge_each, runtime_patches
 from compiler.kube import roundtrip as typed
-from compiler.kube.strategicmerge import MERGE_KEYS
+from compiler.kube.strategicmerge import keyed
 
 TRAINER_ENV: Path = ("spec", "trainer", "env")
 NUM_NODES: Path = ("spec", "trainer", "numNodes")
@@ -131,36 +131,6 @@ def pod_container(pod_spec: Obj, name: str, *, init: bool = False) -> Obj | None
     """The first container (or init container) with this name (`PodSet.container`)."""
     key = "initContainers" if init else "containers"
     return next((c for c in pod_spec.get(key) or [] if c.get("name") == name), None)
-
-
-def keyed(value: Any, key: str = "") -> bool:
-    """Whether every list under a strategic-merge list key (`MERGE_KEYS`, at any depth) holds
-    only maps whose merge key is a non-empty string or a non-zero integer.
-
-    The merge of documents that are all keyed cannot fail: its one error is a merge list
-    item without its merge key (`compiler.kube.strategicmerge`), and what it merges into a
-    keyed list is a keyed item (it never drops a key: the typed patches hold no null). The
-    typed form of a patch (`compiler.core.context`) is keyed when the patch is: it drops
-    nulls, empty lists and zero values of `omitempty` fields, which such a key value is not,
-    and adds no list."""
-    if isinstance(value, dict):
-        for name, item in value.items():
-            if isinstance(item, (dict, list)) and not keyed(item, name):
-                return False
-        return True
-    if isinstance(value, list):
-        merge_key = MERGE_KEYS.get(key)
-        for item in value:
-            if merge_key is not None and not (
-                    isinstance(item, dict) and _key_value(item.get(merge_key))):
-                return False
-            if isinstance(item, (dict, list)) and not keyed(item, key):
-                return False
-    return True
-
-
-def _key_value(value: Any) -> bool:
-    return (type(value) is str and value != "") or (type(value) is int and value != 0)
 
 
 _TYPED: dict[int, tuple[Obj, Obj, bool]] = {}
