@@ -47,6 +47,7 @@ from typing import Any
 
 from compiler.common.diagnostics import Diagnostic, Path, Severity, error
 from compiler.common.jsondata import Obj, get_path
+from compiler.common.perobject import per_object
 from compiler.core.context import ANCESTOR_LABEL, NODE
 from compiler.core.plugins import REGISTRY
 from compiler.core.plugins.checks import (
@@ -144,7 +145,6 @@ def validate_runtime(runtime: Obj, *, old: Obj | None = None) -> list[Diagnostic
 
 
 _POLICY = re.compile(r"(mlPolicy|podGroupPolicy)\.(\w+)")
-_PER_RUNTIME: dict[int, RuntimeFacts] = {}
 
 
 @dataclass(frozen=True)
@@ -155,25 +155,19 @@ class RuntimeFacts:
     the container names per job of the runtime's template, and the deprecation warning for
     a TrainJob that references it (a Diagnostic is immutable)."""
 
-    runtime: Obj
     validators: list[Validate]
     names: dict[str, set[str]]
     deprecated: Diagnostic | None
 
 
+@per_object
 def _runtime_facts(runtime: Obj) -> RuntimeFacts:
     """The facts of a runtime, worked out once per runtime object (callers validate many
     TrainJobs against one, and never change it)."""
-    cached = _PER_RUNTIME.get(id(runtime))
-    if cached is None or cached.runtime is not runtime:
-        if len(_PER_RUNTIME) > 256:
-            _PER_RUNTIME.clear()
-        validators = [plugin.validate for plugin in REGISTRY if plugin.validate is not None
-                      and _policy_set(runtime, plugin.policy)]
-        names = _container_names(as_dict(get_path(runtime, "spec", "template", "spec")))
-        cached = RuntimeFacts(runtime, validators, names, _deprecated_reference(runtime))
-        _PER_RUNTIME[id(runtime)] = cached
-    return cached
+    validators = [plugin.validate for plugin in REGISTRY if plugin.validate is not None
+                  and _policy_set(runtime, plugin.policy)]
+    names = _container_names(as_dict(get_path(runtime, "spec", "template", "spec")))
+    return RuntimeFacts(validators, names, _deprecated_reference(runtime))
 
 
 def _policy_set(runtime: Obj, policy: str) -> bool:

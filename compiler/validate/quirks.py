@@ -26,6 +26,7 @@ from typing import Any
 
 from compiler.common.diagnostics import Diagnostic, Path, Severity
 from compiler.common.jsondata import Obj, get_path
+from compiler.common.perobject import per_object
 from compiler.core.context import ANCESTOR_LABEL, NODE, TRAINER
 from compiler.core.plugins import REGISTRY
 from compiler.core.plugins.base import TRAINER_PORT, PluginSpec
@@ -172,20 +173,11 @@ class _Facts:
         return _gpu_name(self.node_resources)
 
 
-_FACTS: dict[int, tuple[Obj, _Facts]] = {}
-
-
+@per_object
 def _facts(runtime: Obj) -> _Facts:
     """The runtime's facts, worked out once per runtime object (callers check many TrainJobs
-    against one runtime and never change it); the entry keeps the object, so its id is not
-    reused while it is remembered."""
-    cached = _FACTS.get(id(runtime))
-    if cached is None or cached[0] is not runtime:
-        if len(_FACTS) > 256:
-            _FACTS.clear()
-        cached = (runtime, _Facts(runtime))
-        _FACTS[id(runtime)] = cached
-    return cached[1]
+    against one runtime and never change it)."""
+    return _Facts(runtime)
 
 
 def _no_trainer_message(plugin: PluginSpec) -> str:

@@ -19,6 +19,7 @@ from typing import Any
 from compiler.common.diagnostics import Diagnostic, Path, Severity, error
 from compiler.common.errors import TjcError
 from compiler.common.jsondata import Obj, fast_copy, get_path
+from compiler.common.perobject import per_object
 from compiler.core.context import Context, build_context, merge_each, runtime_patches
 from compiler.kube import roundtrip as typed
 from compiler.kube.strategicmerge import keyed
@@ -133,22 +134,14 @@ def pod_container(pod_spec: Obj, name: str, *, init: bool = False) -> Obj | None
     return next((c for c in pod_spec.get(key) or [] if c.get("name") == name), None)
 
 
-_TYPED: dict[int, tuple[Obj, Obj, bool]] = {}
-
-
+@per_object
 def _typed_facts(runtime: Obj) -> tuple[Obj, bool]:
     """The runtime's JobSet spec after the typed round trip and whether it is `keyed`,
     worked out once per runtime object (callers validate many TrainJobs against one
     runtime); the spec is shared: read only."""
-    cached = _TYPED.get(id(runtime))
-    if cached is None or cached[0] is not runtime:
-        if len(_TYPED) > 256:
-            _TYPED.clear()
-        template = as_dict(as_dict(runtime.get("spec")).get("template"))
-        spec = typed.jobset_spec(as_dict(template.get("spec")))
-        cached = (runtime, spec, keyed(spec))
-        _TYPED[id(runtime)] = cached
-    return cached[1], cached[2]
+    template = as_dict(as_dict(runtime.get("spec")).get("template"))
+    spec = typed.jobset_spec(as_dict(template.get("spec")))
+    return spec, keyed(spec)
 
 
 def _typed(runtime: Obj) -> Obj:
