@@ -7,8 +7,13 @@ BIN := $(VENV)/bin
 
 CUE_LIB := build/cue/libtjccue.so
 FLUX_TEMPLATES := build/flux/.installed
+YAML_EXT := build/yaml/_fastyaml.abi3.so
 
-setup: $(VENV)/.installed $(CUE_LIB) $(FLUX_TEMPLATES)
+setup: $(VENV)/.installed $(CUE_LIB) $(FLUX_TEMPLATES) $(YAML_EXT)
+
+# The loader's native fast path (yamlext/fastyaml.c with libyaml; compiler/io/fastload.py).
+$(YAML_EXT): yamlext/fastyaml.c yamlext/build.sh $(VENV)/.installed
+	yamlext/build.sh $@ $(BIN)/python
 
 # Upstream's Flux script templates, from the pinned Kubeflow Trainer Go module (not kept in
 # this repository; the package build puts them inside the package).

@@ -29,7 +29,7 @@ from compiler.common.diagnostics import Diagnostic, Location, error
 from compiler.common.diagnostics import Path as FieldPath
 from compiler.common.errors import InputError
 from compiler.common.jsondata import Obj
-from compiler.io import yamlscalars
+from compiler.io import fastload, yamlscalars
 from compiler.io.loadlimits import (
     MAX_NODES,
     expanded_limit,
@@ -418,12 +418,31 @@ def _documents(source: Source, limit: int) -> Iterator[Document | Diagnostic]:
     """The documents before `source.limit`, built; `limit` bounds alias expansion (0: none)."""
     if source.limit == 0:
         return
+    built = 0  # documents the fast path built (the full path passes over them)
+    fast = None if limit else fastload.stream(source.text, _PLAIN_VALUES, _plain, _MISSING)
+    if fast is not None:
+        try:
+            for data in fast:
+                built += 1
+                yield from _checked_document(source, built - 1, data, limit)
+                if source.limit is not None and built >= source.limit:
+                    return
+            return
+        except fastload.Fallback:
+            pass
     loader = _Loader if limit else _PlainLoader  # aliases need PyYAML's own construction
     for index, data in enumerate(yaml.load_all(source.text, Loader=loader)):
-        if data is not None:
-            yield from _checked(Document({}, source, index), data, limit)
+        if index >= built:
+            yield from _checked_document(source, index, data, limit)
         if source.limit is not None and index + 1 >= source.limit:
             return
+
+
+def _checked_document(source: Source, index: int, data: Any,
+                      limit: int) -> Iterator[Document | Diagnostic]:
+    """A built document checked (nothing for an empty one)."""
+    if data is not None:
+        yield from _checked(Document({}, source, index), data, limit)
 
 
 def _checked(where: Document, data: Any, limit: int) -> Iterator[Document | Diagnostic]:

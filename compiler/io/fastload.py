@@ -1,0 +1,75 @@
+"""The loader's native fast path: libyaml events built straight into Python values.
+
+`yamlext/fastyaml.c`, compiled into the package as `compiler/_native/_fastyaml` (setup.py)
+or into a checkout's build/yaml by `make setup`, builds what the loader's plain loader builds
+for the YAML most manifests are: mappings with string keys, sequences, quoted and plain
+scalars. Plain scalars go through the loader's own resolver and cache, so kubectl's rules
+stay in one place. For anything else (a tag, an anchor or alias, a non-string or duplicate
+key, a scalar with no JSON value, a syntax error) it raises `Fallback` and the loader takes
+its full path, which reports errors with their positions. Without the compiled module (no C
+compiler or libyaml headers when the package was built) `stream` returns None and the full
+path does everything; TJC_PURE_YAML=1 makes that the case on purpose.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+MODULE = "compiler._native._fastyaml"
+BUILD_DIR = Path(__file__).resolve().parents[2] / "build" / "yaml"
+DISABLE_ENV = "TJC_PURE_YAML"
+
+
+class _NeverRaised(Exception):
+    """`Fallback` when there is no compiled module (nothing raises it)."""
+
+
+def _load() -> ModuleType | None:
+    """The compiled module from the installed package, else from the checkout's build
+    folder, else None."""
+    if os.environ.get(DISABLE_ENV) == "1":
+        return None
+    try:
+        return importlib.import_module(MODULE)
+    except ImportError:
+        pass
+    for path in sorted(BUILD_DIR.glob("_fastyaml*.so")):
+        spec = importlib.util.spec_from_file_location(MODULE, path)
+        if spec is None or spec.loader is None:
+            continue
+        module = importlib.util.module_from_spec(spec)
+        try:
+            spec.loader.exec_module(module)
+        except ImportError:  # built for another platform or Python
+            continue
+        return module
+    return None
+
+
+_NATIVE = _load()
+Fallback: type[Exception] = _NATIVE.Fallback if _NATIVE is not None else _NeverRaised
+
+
+def available() -> bool:
+    """Whether the compiled fast path is in use."""
+    return _NATIVE is not None
+
+
+def stream(text: str, cache: dict[str, Any], plain: Callable[[str], Any],
+           missing: object) -> Iterator[Any] | None:
+    """The documents of `text` as the plain loader builds them, lazily; iterating raises
+    `Fallback` where the fast path stops. None when there is no compiled module. `plain`
+    resolves a plain scalar's text (`missing`: no JSON value), `cache` holds its answers."""
+    if _NATIVE is None:
+        return None
+    try:
+        data = text.encode()
+    except UnicodeEncodeError:  # a lone surrogate: the full path says what is wrong
+        return None
+    documents: Iterator[Any] = _NATIVE.stream(data, cache, plain, missing)
+    return documents
