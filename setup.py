@@ -8,6 +8,13 @@ and the like). Without Go the package is built without the evaluator (a warning 
 every command that would apply policies exits 2 with the install hint; TJC_REQUIRE_CUE=1 makes
 a missing Go a build error instead (`make wheel` sets it). An editable install (`make setup`)
 skips this step: the checkout's build/cue/libtjccue.so is used there.
+
+The loader's native fast path (`yamlext/fastyaml.c`, linked with libyaml) becomes the
+extension module `compiler._native._fastyaml`, built for the stable ABI of Python 3.11 and
+later, so the wheel is tagged cp311-abi3-<platform>. It is optional: without a C compiler or
+libyaml's headers the package is built without it (a warning says so) and loads YAML with
+PyYAML alone, the same values a little slower. An editable install skips it too
+(`make setup` builds build/yaml/ instead).
 """
 
 from __future__ import annotations
@@ -19,8 +26,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from setuptools import Distribution, setup
+from setuptools import Distribution, Extension, setup
 from setuptools.command.bdist_wheel import bdist_wheel
+from setuptools.command.build_ext import build_ext
 from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).resolve().parent
@@ -70,8 +78,36 @@ def _flux_templates(go: str, dest: Path) -> None:
     module.install(go, dest)
 
 
+class BuildFastYaml(build_ext):
+    """build_ext for the optional fast path: libyaml linked in statically where it can be."""
+
+    def build_extensions(self) -> None:
+        if getattr(self, "editable_mode", False):
+            return
+        static = _static_libyaml()
+        for extension in self.extensions:
+            extension.extra_objects = [static] if static else []
+            extension.libraries = [] if static else ["yaml"]
+        super().build_extensions()
+
+
+def _static_libyaml() -> str | None:
+    try:
+        found = subprocess.run(["cc", "-print-file-name=libyaml.a"], capture_output=True,
+                               text=True, check=False).stdout.strip()
+    except OSError:
+        return None
+    return found if os.path.isabs(found) and Path(found).is_file() else None
+
+
+FAST_YAML = Extension("compiler._native._fastyaml", ["yamlext/fastyaml.c"],
+                      define_macros=[("Py_LIMITED_API", "0x030B0000")], py_limited_api=True,
+                      optional=True)
+
+
 class PlatformWheel(bdist_wheel):
-    """A wheel for any Python 3 on this platform (the library is native, the code is not)."""
+    """A wheel for Python 3.11 and later on this platform (the libraries are native, the
+    extension uses the stable ABI, the code is Python)."""
 
     def finalize_options(self) -> None:
         super().finalize_options()
@@ -79,7 +115,7 @@ class PlatformWheel(bdist_wheel):
 
     def get_tag(self) -> tuple[str, str, str]:
         _, _, platform = super().get_tag()
-        return "py3", "none", platform
+        return "cp311", "abi3", platform
 
 
 class NativeDistribution(Distribution):
@@ -89,5 +125,6 @@ class NativeDistribution(Distribution):
         return True
 
 
-setup(distclass=NativeDistribution,
-      cmdclass={"build_py": BuildWithCue, "bdist_wheel": PlatformWheel})
+setup(distclass=NativeDistribution, ext_modules=[FAST_YAML],
+      cmdclass={"build_py": BuildWithCue, "build_ext": BuildFastYaml,
+                "bdist_wheel": PlatformWheel})

@@ -19,7 +19,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = Path(os.environ.get("TJC_WHEEL_CACHE", Path.home() / ".cache" / "tjc-wheel"))
-INPUTS = ("compiler", "cuebridge", "setup.py", "pyproject.toml", "MANIFEST.in", "README.md")
+INPUTS = ("compiler", "cuebridge", "yamlext", "setup.py", "pyproject.toml", "MANIFEST.in",
+          "README.md")
 PRIVILEGED = """\
 apiVersion: trainer.kubeflow.org/v1alpha1
 kind: ClusterTrainingRuntime
@@ -92,11 +93,21 @@ def _tjc(bin_dir: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[st
 
 
 def test_wheel_is_a_platform_wheel_with_the_engine(wheel: Path) -> None:
-    assert wheel.name.endswith("-py3-none-linux_x86_64.whl"), wheel.name
+    assert wheel.name.endswith("-cp311-abi3-linux_x86_64.whl"), wheel.name
     names = zipfile.ZipFile(wheel).namelist()
     assert "compiler/_native/libtjccue.so" in names
+    assert "compiler/_native/_fastyaml.abi3.so" in names
     cases = {p.name for p in (ROOT / "policies" / "testdata").glob("*.yaml")}
     assert cases and {f"compiler/policies/testdata/{c}" for c in cases} <= set(names)
+
+
+def test_installed_loader_takes_the_native_fast_path(installed: Path, tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TJC_PURE_YAML")}
+    code = "from compiler.io import fastload; print(fastload.available(), fastload.__file__)"
+    run = subprocess.run([str(installed / "python"), "-c", code], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=60, check=True)
+    available, where = run.stdout.split()
+    assert available == "True" and str(installed.parent) in where, run.stdout
 
 
 def test_installed_validate_applies_the_default_packs(installed: Path, tmp_path: Path) -> None:
@@ -118,7 +129,8 @@ def test_installed_policies_test_runs_the_packaged_cases(installed: Path,
 
 def test_installed_without_engine_fails_closed(installed: Path, tmp_path: Path) -> None:
     (tmp_path / "runtime.yaml").write_text(PRIVILEGED)
-    lib = next((installed.parent / "lib").glob("python3*/site-packages/compiler/_native/*.so"))
+    lib = next((installed.parent / "lib").glob(
+        "python3*/site-packages/compiler/_native/libtjccue.so"))
     hidden = lib.with_name("hidden.so")
     lib.rename(hidden)
     try:
