@@ -52,7 +52,7 @@ def _full(text: str) -> Any:
 
 
 def _fast(text: str) -> Any:
-    documents = fastload.stream(text, loader._PLAIN_VALUES, loader._plain, loader._MISSING)
+    documents = fastload.stream(text, loader._FAST_PLAIN)
     assert documents is not None
     try:
         return _typed(list(documents))

@@ -6,7 +6,9 @@
  * scalars the resolver cannot turn into a JSON value, nesting deeper than MAX_DEPTH, and
  * every syntax error. Giving up raises `Fallback`; the caller then loads the text with the
  * full loader, which reports what is wrong at its position. Plain scalars are resolved by
- * the caller's function (kubectl's rules live in Python, in one place) through its cache.
+ * the caller's function (kubectl's rules live in Python, in one place) through its cache,
+ * except a text that neither starts with one of the caller's `starts` nor is one of its
+ * `words`: that is a string by those rules, and stays one here without a call.
  *
  * Built against the limited API (abi3) and linked with libyaml 0.2.5, the version PyYAML's
  * own C loader uses, so both paths read the same grammar.
@@ -14,6 +16,7 @@
 #define Py_LIMITED_API 0x030B0000
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <string.h>
 #include <yaml.h>
 
 #define MAX_DEPTH 512
@@ -27,6 +30,10 @@ typedef struct {
     PyObject *cache;   /* plain scalar text -> value */
     PyObject *plain;   /* text -> value, or `missing` when it has none */
     PyObject *missing;
+    PyObject *words;   /* plain texts that are not strings although `starts` passes them */
+    PyObject *starts_text;
+    const char *starts; /* the first characters of plain texts that may not be strings */
+    Py_ssize_t nstarts;
     int started, ended;
 } Stream;
 
@@ -65,6 +72,16 @@ static PyObject *scalar(Stream *s, yaml_event_t *event) {
     if (PyErr_Occurred()) {
         Py_DECREF(text);
         return NULL;
+    }
+    const char first = (const char)event->data.scalar.value[0];
+    if (first != '\0' && memchr(s->starts, first, (size_t)s->nstarts) == NULL) {
+        int word = PySet_Contains(s->words, text);
+        if (word == 0)
+            return text; /* a string, as `plain` would say */
+        if (word < 0) {
+            Py_DECREF(text);
+            return NULL;
+        }
     }
     value = PyObject_CallFunctionObjArgs(s->plain, text, NULL);
     Py_DECREF(text);
@@ -218,6 +235,8 @@ static void stream_dealloc(PyObject *self) {
     Py_XDECREF(s->cache);
     Py_XDECREF(s->plain);
     Py_XDECREF(s->missing);
+    Py_XDECREF(s->words);
+    Py_XDECREF(s->starts_text);
     freefunc release = (freefunc)PyType_GetSlot(type, Py_tp_free);
     release(self);
     Py_DECREF(type);
@@ -242,12 +261,17 @@ static PyType_Spec stream_spec = {
 
 static PyObject *StreamType;
 
-/* stream(data: bytes, cache: dict, plain: Callable[[str], Any], missing: object) */
+/* stream(data: bytes, cache: dict, plain: Callable[[str], Any], missing: object,
+ *        words: frozenset[str], starts: str) */
 static PyObject *new_stream(PyObject *module, PyObject *args) {
-    PyObject *data, *cache, *plain, *missing;
+    PyObject *data, *cache, *plain, *missing, *words, *starts;
     (void)module;
-    if (!PyArg_ParseTuple(args, "O!O!OO", &PyBytes_Type, &data, &PyDict_Type, &cache, &plain,
-                          &missing))
+    if (!PyArg_ParseTuple(args, "O!O!OOO!U", &PyBytes_Type, &data, &PyDict_Type, &cache,
+                          &plain, &missing, &PyFrozenSet_Type, &words, &starts))
+        return NULL;
+    Py_ssize_t nstarts;
+    const char *start_chars = PyUnicode_AsUTF8AndSize(starts, &nstarts);
+    if (start_chars == NULL)
         return NULL;
     Stream *s = (Stream *)PyType_GenericAlloc((PyTypeObject *)StreamType, 0);
     if (s == NULL)
@@ -260,7 +284,10 @@ static PyObject *new_stream(PyObject *module, PyObject *args) {
     Py_INCREF(cache);
     Py_INCREF(plain);
     Py_INCREF(missing);
+    Py_INCREF(words);
+    Py_INCREF(starts);
     s->data = data, s->cache = cache, s->plain = plain, s->missing = missing;
+    s->words = words, s->starts_text = starts, s->starts = start_chars, s->nstarts = nstarts;
     yaml_parser_set_input_string(&s->parser, (const unsigned char *)PyBytes_AsString(data),
                                  (size_t)PyBytes_Size(data));
     yaml_parser_set_encoding(&s->parser, YAML_UTF8_ENCODING);
@@ -269,7 +296,7 @@ static PyObject *new_stream(PyObject *module, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"stream", new_stream, METH_VARARGS,
-     "stream(data, cache, plain, missing): an iterator over the documents of `data`."},
+     "stream(data, cache, plain, missing, words, starts): the documents of `data`."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -18,7 +18,7 @@ import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, NamedTuple
 
 MODULE = "compiler._native._fastyaml"
 BUILD_DIR = Path(__file__).resolve().parents[2] / "build" / "yaml"
@@ -55,21 +55,31 @@ _NATIVE = _load()
 Fallback: type[Exception] = _NATIVE.Fallback if _NATIVE is not None else _NeverRaised
 
 
+class Plain(NamedTuple):
+    """How plain scalars are resolved: `resolve(text)` gives a text's value (`missing`: it
+    has none JSON can carry); `cache` holds its answers; a text that is not one of `words`
+    and does not start with one of `starts` is a string without asking."""
+
+    cache: dict[str, Any]
+    resolve: Callable[[str], Any]
+    missing: object
+    words: frozenset[str]
+    starts: str
+
+
 def available() -> bool:
     """Whether the compiled fast path is in use."""
     return _NATIVE is not None
 
 
-def stream(text: str, cache: dict[str, Any], plain: Callable[[str], Any],
-           missing: object) -> Iterator[Any] | None:
+def stream(text: str, plain: Plain) -> Iterator[Any] | None:
     """The documents of `text` as the plain loader builds them, lazily; iterating raises
-    `Fallback` where the fast path stops. None when there is no compiled module. `plain`
-    resolves a plain scalar's text (`missing`: no JSON value), `cache` holds its answers."""
+    `Fallback` where the fast path stops. None when there is no compiled module."""
     if _NATIVE is None:
         return None
     try:
         data = text.encode()
     except UnicodeEncodeError:  # a lone surrogate: the full path says what is wrong
         return None
-    documents: Iterator[Any] = _NATIVE.stream(data, cache, plain, missing)
+    documents: Iterator[Any] = _NATIVE.stream(data, *plain)
     return documents

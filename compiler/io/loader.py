@@ -237,6 +237,9 @@ def _plain(text: str) -> Any:
     return value
 
 
+_FAST_PLAIN = fastload.Plain(_PLAIN_VALUES, _plain, _MISSING, yamlscalars.WORDS,
+                             yamlscalars.NUMBER_STARTS)
+
 POSITION_TABLES = 64  # the position tables a source keeps (its runtimes' stay in use)
 
 
@@ -419,7 +422,7 @@ def _documents(source: Source, limit: int) -> Iterator[Document | Diagnostic]:
     if source.limit == 0:
         return
     built = 0  # documents the fast path built (the full path passes over them)
-    fast = None if limit else fastload.stream(source.text, _PLAIN_VALUES, _plain, _MISSING)
+    fast = None if limit else fastload.stream(source.text, _FAST_PLAIN)
     if fast is not None:
         try:
             for data in fast:

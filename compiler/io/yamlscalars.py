@@ -37,6 +37,10 @@ YAML_FLOAT = re.compile(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$"
 GO_FLOAT = re.compile(r"^[-+]?(\.[0-9]+|[0-9]+\.?[0-9]*)([eE][-+]?[0-9]+)?$"
                       r"|^[-+]?(inf|infinity|nan)$", re.IGNORECASE)
 _DIGITS = {2: "01", 8: "01234567", 10: "0123456789", 16: "0123456789abcdefABCDEF"}
+# A plain scalar is a string unless it is one of these words or starts with one of these
+# characters (go_value's branches; the loader's fast path asks the same two questions).
+WORDS = frozenset(NULLS | BOOLS.keys() | SPECIAL_FLOATS.keys())
+NUMBER_STARTS = ".+-0123456789"
 
 
 class Unrepresentable(ValueError):
@@ -118,18 +122,16 @@ def _resolve_number(text: str) -> tuple[str, Any]:
 def go_value(text: str) -> tuple[str, Any]:
     """What go-yaml v2 makes of a plain scalar: (Go type: null, bool, int, uint, float or
     str; value)."""
-    if text in NULLS:
-        return "null", None
-    if text in BOOLS:
-        return "bool", BOOLS[text]
-    if text in SPECIAL_FLOATS:
-        return "float", SPECIAL_FLOATS[text]
+    if text in WORDS:
+        if text in NULLS:
+            return "null", None
+        return ("bool", BOOLS[text]) if text in BOOLS else ("float", SPECIAL_FLOATS[text])
+    if text[0] not in NUMBER_STARTS:
+        return "str", text
     if text[0] == ".":
         value = _go_float(text)
         return ("str", text) if value is None else ("float", value)
-    if text[0] in "+-0123456789":
-        return _resolve_number(text)
-    return "str", text
+    return _resolve_number(text)
 
 
 def resolve_plain(text: str) -> Any:
