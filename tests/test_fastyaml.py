@@ -22,6 +22,7 @@ from bench.corpus import stream as corpus_stream
 from compiler.common.diagnostics import Diagnostic
 from compiler.io import fastload, loader
 from tests import goldenfile
+from tests.fuzz.strategies import FRAGMENTS
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.skipif(
@@ -143,3 +144,9 @@ def _lines(draw: Any) -> Iterator[str]:
 @given(st.data())
 def test_generated_texts_agree_with_the_full_path(data: st.DataObject) -> None:
     _agree("\n".join(_lines(data.draw)) + "\n")
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(st.sampled_from(FRAGMENTS) | st.sampled_from(TRICKY), max_size=40))
+def test_token_soup_agrees_with_the_full_path(fragments: list[str]) -> None:
+    _agree("".join(fragments))

@@ -39,3 +39,12 @@ def test_duplicate_keys_are_refused_at_the_key() -> None:
         list(yaml.load_all("a: 1\nb:\n  c: 1\n  c: 2\n", Loader=loader._PlainLoader))
     mark = info.value.problem_mark
     assert "duplicate key 'c'" in str(info.value) and mark is not None and mark.line == 3
+
+
+@pytest.mark.parametrize("text", ["a: !!map x\n", "!!seq abc\n", "a: !!str {b: 1}\n",
+                                  "a: !!seq x\n", "a: [!!map {}, !!str [1]]\n", "!!str [a]: 1\n"])
+def test_a_standard_tag_on_the_wrong_kind_of_node_is_a_marked_error(text: str) -> None:
+    for loader_class in (loader._Loader, loader._PlainLoader):
+        with pytest.raises(yaml.MarkedYAMLError) as info:
+            list(yaml.load_all(text, Loader=loader_class))
+        assert info.value.problem_mark is not None

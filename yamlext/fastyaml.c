@@ -290,7 +290,6 @@ static PyObject *new_stream(PyObject *module, PyObject *args) {
     s->words = words, s->starts_text = starts, s->starts = start_chars, s->nstarts = nstarts;
     yaml_parser_set_input_string(&s->parser, (const unsigned char *)PyBytes_AsString(data),
                                  (size_t)PyBytes_Size(data));
-    yaml_parser_set_encoding(&s->parser, YAML_UTF8_ENCODING);
     return (PyObject *)s;
 }
 

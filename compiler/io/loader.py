@@ -136,7 +136,8 @@ yamlscalars.install(_Loader)  # plain scalars as kubectl reads them
 _STR, _MAP, _SEQ = ("tag:yaml.org,2002:str", "tag:yaml.org,2002:map",
                     "tag:yaml.org,2002:seq")
 _PLAIN, _MERGE = yamlscalars.PLAIN_TAG, "tag:yaml.org,2002:merge"
-_SCALAR_NODE, _SEQUENCE_NODE = yaml.ScalarNode, yaml.SequenceNode
+_SCALAR_NODE, _SEQUENCE_NODE, _MAPPING_NODE = yaml.ScalarNode, yaml.SequenceNode, \
+    yaml.MappingNode
 
 
 class _PlainLoader(_Loader):
@@ -149,17 +150,19 @@ class _PlainLoader(_Loader):
         return self._build(node)
 
     def _build(self, node: yaml.Node) -> Any:
-        tag = node.tag
+        tag, kind = node.tag, type(node)
         if tag == _PLAIN:
             value = _plain(node.value)
             if value is not _MISSING:
                 return value
-        elif tag == _STR:
+        elif tag == _STR and kind is _SCALAR_NODE:
             return node.value
-        elif tag == _MAP:
+        elif tag == _MAP and kind is _MAPPING_NODE:
             return self._mapping(node)  # type: ignore[arg-type]
-        elif tag == _SEQ:
+        elif tag == _SEQ and kind is _SEQUENCE_NODE:
             return [self._build(item) for item in node.value]
+        elif tag in (_STR, _MAP, _SEQ):  # `!!map x`, `!!str {a: 1}`: a tag on the wrong node
+            raise _cannot_hold(node)
         scalar = self.yaml_constructors.get(tag) if isinstance(node, yaml.ScalarNode) else None
         if scalar is None:
             return self.construct_object(node, deep=True)
@@ -173,7 +176,7 @@ class _PlainLoader(_Loader):
         """A mapping key: as a value, except that a key may be a value JSON cannot carry
         (`.inf`; `mapping_key` names it), as yamlscalars' mapping constructor allows."""
         tag = node.tag
-        if tag == _STR:
+        if tag == _STR and type(node) is _SCALAR_NODE:
             return node.value
         if tag == _PLAIN:
             value = _plain(node.value)
@@ -200,7 +203,7 @@ class _PlainLoader(_Loader):
                 raise yaml.MarkedYAMLError("while constructing a mapping", node.start_mark,
                                            f"found duplicate key {key!r}", key_node.start_mark)
             tag = value_node.tag
-            if tag == _STR:
+            if tag == _STR and type(value_node) is _SCALAR_NODE:
                 out[key] = value_node.value
             elif tag == _PLAIN and (value := _PLAIN_VALUES.get(value_node.value, _MISSING)) \
                     is not _MISSING:
