@@ -1,4 +1,5 @@
-"""The loader's native fast path builds exactly what the plain loader builds, or gives up.
+"""The loader's native fast path builds exactly what the plain loader builds, or gives up;
+its position tables are those the loader's walk of PyYAML's nodes makes.
 
 The reference is the loader's full path (`loader._PlainLoader`, PyYAML's libyaml parser with
 kubectl's scalar rules). The fast path must build the same values with the same types and key
@@ -21,6 +22,7 @@ from hypothesis import strategies as st
 from bench.corpus import stream as corpus_stream
 from compiler.common.diagnostics import Diagnostic
 from compiler.io import fastload, loader
+from compiler.io.loadlimits import MAX_NODES
 from tests import goldenfile
 from tests.fuzz.strategies import FRAGMENTS
 
@@ -61,13 +63,46 @@ def _fast(text: str) -> Any:
         return "fallback"
 
 
+def _positions(text: str, native: bool) -> Any:
+    """The position tables the loader makes of `text`, with or without the fast path."""
+    saved = fastload._NATIVE
+    fastload._NATIVE = saved if native else None
+    try:
+        return list(loader._compose_positions(text))
+    finally:
+        fastload._NATIVE = saved
+
+
+def _fast_positions(text: str) -> Any:
+    tables = fastload.positions(text, loader._POSITION_DEPTH, MAX_NODES)
+    assert tables is not None
+    try:
+        return list(tables)
+    except fastload.Fallback:
+        return "fallback"
+
+
 def _agree(text: str) -> Any:
     """The fast result, after checking it against the full path's."""
     fast, full = _fast(text), _full(text)
     if fast != "fallback":
         assert full != "error", f"the fast path accepted what the full path refuses: {text!r}"
         assert fast == full, text
+    without = _positions(text, False)
+    assert _positions(text, True) == without, text
+    tables = _fast_positions(text)
+    assert tables == "fallback" or tables == without, text
     return fast
+
+
+def test_position_tables_on_every_golden_input() -> None:
+    texts = [text for path in goldenfile.cases()
+             for name, text in goldenfile.parse(path).inputs.items()
+             if name.endswith((".yaml", ".yml", ".json"))]
+    made = [_fast_positions(text) for text in texts]
+    assert sum(tables != "fallback" for tables in made) > 0.8 * len(texts)
+    for text, tables in zip(texts, made, strict=True):
+        assert tables in ("fallback", _positions(text, False)), text
 
 
 def test_ci_builds_the_fast_path() -> None:

@@ -10,6 +10,11 @@
  * except a text that neither starts with one of the caller's `starts` nor is one of its
  * `words`: that is a string by those rules, and stays one here without a call.
  *
+ * `positions` walks the same events for the loader's position tables (field path ->
+ * (line, column) of where its value starts, the first occurrence of a path winning), as the
+ * loader's walk of PyYAML's composed nodes makes them; it gives up on anchors and aliases
+ * (the nodes an alias names are walked again there) and on every syntax error.
+ *
  * Built against the limited API (abi3) and linked with libyaml 0.2.5, the version PyYAML's
  * own C loader uses, so both paths read the same grammar.
  */
@@ -34,6 +39,8 @@ typedef struct {
     PyObject *starts_text;
     const char *starts; /* the first characters of plain texts that may not be strings */
     Py_ssize_t nstarts;
+    Py_ssize_t max_depth, max_nodes; /* positions: where recording stops */
+    int positions;     /* 1: the documents' position tables instead of their values */
     int started, ended;
 } Stream;
 
@@ -175,6 +182,134 @@ static PyObject *node(Stream *s, yaml_event_t *event, int depth) {
     }
 }
 
+/* `path` + (item,), a new tuple. */
+static PyObject *extended(PyObject *path, PyObject *item) {
+    Py_ssize_t n = PyTuple_Size(path);
+    PyObject *out = PyTuple_New(n + 1);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *part = PyTuple_GetItem(path, i);
+        Py_INCREF(part);
+        PyTuple_SetItem(out, i, part);
+    }
+    Py_INCREF(item);
+    PyTuple_SetItem(out, n, item);
+    return out;
+}
+
+static int walk(Stream *s, yaml_event_t *event, PyObject *table, PyObject *path, int depth,
+                int record);
+
+/* The items of a sequence (after its start event) at `path` + (index,). */
+static int walk_items(Stream *s, PyObject *table, PyObject *path, int depth, int record) {
+    for (Py_ssize_t i = 0;; i++) {
+        yaml_event_t event;
+        if (next_event(s, &event) < 0)
+            return -1;
+        if (event.type == YAML_SEQUENCE_END_EVENT) {
+            yaml_event_delete(&event);
+            return 0;
+        }
+        PyObject *sub = NULL;
+        if (record) {
+            PyObject *index = PyLong_FromSsize_t(i);
+            sub = index == NULL ? NULL : extended(path, index);
+            Py_XDECREF(index);
+        }
+        int rc = record && sub == NULL ? -1 : walk(s, &event, table, sub, depth + 1, record);
+        Py_XDECREF(sub);
+        yaml_event_delete(&event);
+        if (rc < 0)
+            return -1;
+    }
+}
+
+/* The pairs of a mapping (after its start event): a value under a scalar key at `path` +
+ * (key text,); under any other key, not recorded. */
+static int walk_pairs(Stream *s, PyObject *table, PyObject *path, int depth, int record) {
+    for (;;) {
+        yaml_event_t event;
+        if (next_event(s, &event) < 0)
+            return -1;
+        if (event.type == YAML_MAPPING_END_EVENT) {
+            yaml_event_delete(&event);
+            return 0;
+        }
+        int keyed = record && event.type == YAML_SCALAR_EVENT;
+        PyObject *sub = NULL;
+        if (keyed) {
+            PyObject *key = PyUnicode_DecodeUTF8((const char *)event.data.scalar.value,
+                                                 (Py_ssize_t)event.data.scalar.length, "strict");
+            sub = key == NULL ? NULL : extended(path, key);
+            Py_XDECREF(key);
+        }
+        int rc = keyed && sub == NULL ? -1 : walk(s, &event, table, NULL, depth + 1, 0);
+        yaml_event_delete(&event);
+        if (rc == 0 && next_event(s, &event) == 0) {
+            rc = walk(s, &event, table, sub, depth + 1, keyed);
+            yaml_event_delete(&event);
+        } else {
+            rc = -1;
+        }
+        Py_XDECREF(sub);
+        if (rc < 0)
+            return -1;
+    }
+}
+
+/* Record where the node `event` starts at `path` (1-based line and column), unless the path
+ * is known, or `depth` or the table's size is past its bound: then, as for `record` 0, its
+ * events are only read. Anchors and aliases give up (the full path follows aliases). */
+static int walk(Stream *s, yaml_event_t *event, PyObject *table, PyObject *path, int depth,
+                int record) {
+    const yaml_char_t *anchor = event->type == YAML_SCALAR_EVENT ? event->data.scalar.anchor
+        : event->type == YAML_MAPPING_START_EVENT ? event->data.mapping_start.anchor
+        : event->type == YAML_SEQUENCE_START_EVENT ? event->data.sequence_start.anchor : NULL;
+    if (anchor != NULL || event->type == YAML_ALIAS_EVENT || depth > MAX_DEPTH) {
+        give_up();
+        return -1;
+    }
+    if (record) {
+        int known = PyDict_Contains(table, path);
+        if (known < 0)
+            return -1;
+        record = !known && depth <= s->max_depth && PyDict_Size(table) <= s->max_nodes;
+    }
+    if (record) {
+        PyObject *where = Py_BuildValue("(nn)", (Py_ssize_t)event->start_mark.line + 1,
+                                        (Py_ssize_t)event->start_mark.column + 1);
+        int failed = where == NULL || PyDict_SetItem(table, path, where) < 0;
+        Py_XDECREF(where);
+        if (failed)
+            return -1;
+    }
+    switch (event->type) {
+    case YAML_SCALAR_EVENT:
+        return 0;
+    case YAML_SEQUENCE_START_EVENT:
+        return walk_items(s, table, path, depth, record);
+    case YAML_MAPPING_START_EVENT:
+        return walk_pairs(s, table, path, depth, record);
+    default:
+        give_up();
+        return -1;
+    }
+}
+
+/* The position table of the document whose root `event` starts. */
+static PyObject *positions_of(Stream *s, yaml_event_t *event) {
+    PyObject *table = PyDict_New();
+    PyObject *root = PyTuple_New(0);
+    if (table == NULL || root == NULL || walk(s, event, table, root, 0, 1) < 0) {
+        Py_XDECREF(table);
+        Py_XDECREF(root);
+        return NULL;
+    }
+    Py_DECREF(root);
+    return table;
+}
+
 /* Expect one event of `type` (and drop it). */
 static int expect(Stream *s, yaml_event_type_t type) {
     yaml_event_t event;
@@ -213,7 +348,7 @@ static PyObject *stream_next(PyObject *self) {
     }
     if (next_event(s, &event) < 0)
         goto failed;
-    PyObject *value = node(s, &event, 0);
+    PyObject *value = s->positions ? positions_of(s, &event) : node(s, &event, 0);
     yaml_event_delete(&event);
     if (value == NULL)
         goto failed;
@@ -293,9 +428,32 @@ static PyObject *new_stream(PyObject *module, PyObject *args) {
     return (PyObject *)s;
 }
 
+/* positions(data: bytes, max_depth: int, max_nodes: int) */
+static PyObject *new_positions(PyObject *module, PyObject *args) {
+    PyObject *data;
+    Py_ssize_t max_depth, max_nodes;
+    (void)module;
+    if (!PyArg_ParseTuple(args, "O!nn", &PyBytes_Type, &data, &max_depth, &max_nodes))
+        return NULL;
+    Stream *s = (Stream *)PyType_GenericAlloc((PyTypeObject *)StreamType, 0);
+    if (s == NULL)
+        return NULL;
+    if (!yaml_parser_initialize(&s->parser)) {
+        Py_DECREF(s);
+        return PyErr_NoMemory();
+    }
+    Py_INCREF(data);
+    s->data = data, s->positions = 1, s->max_depth = max_depth, s->max_nodes = max_nodes;
+    yaml_parser_set_input_string(&s->parser, (const unsigned char *)PyBytes_AsString(data),
+                                 (size_t)PyBytes_Size(data));
+    return (PyObject *)s;
+}
+
 static PyMethodDef methods[] = {
     {"stream", new_stream, METH_VARARGS,
      "stream(data, cache, plain, missing, words, starts): the documents of `data`."},
+    {"positions", new_positions, METH_VARARGS,
+     "positions(data, max_depth, max_nodes): each document's field path -> (line, col)."},
     {NULL, NULL, 0, NULL},
 };
 

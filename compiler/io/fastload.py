@@ -3,12 +3,14 @@
 `yamlext/fastyaml.c`, compiled into the package as `compiler/_native/_fastyaml` (setup.py)
 or into a checkout's build/yaml by `make setup`, builds what the loader's plain loader builds
 for the YAML most manifests are: mappings with string keys, sequences, quoted and plain
-scalars. Plain scalars go through the loader's own resolver and cache, so kubectl's rules
-stay in one place. For anything else (a tag, an anchor or alias, a non-string or duplicate
-key, a scalar with no JSON value, a syntax error) it raises `Fallback` and the loader takes
-its full path, which reports errors with their positions. Without the compiled module (no C
-compiler or libyaml headers when the package was built) `stream` returns None and the full
-path does everything; TJC_PURE_YAML=1 makes that the case on purpose.
+scalars; and, when a diagnostic needs them, the position tables the loader's walk of PyYAML's
+nodes makes. Plain scalars go through the loader's own resolver and cache, so kubectl's
+rules stay in one place. For anything else (a tag, an anchor or alias, a non-string or
+duplicate key, a scalar with no JSON value, a syntax error) it raises `Fallback` and the
+loader takes its full path, which reports errors with their positions. Without the compiled
+module (no C compiler or libyaml headers when the package was built) `stream` and
+`positions` return None and the full path does everything; TJC_PURE_YAML=1 makes that the
+case on purpose.
 """
 
 from __future__ import annotations
@@ -83,3 +85,18 @@ def stream(text: str, plain: Plain) -> Iterator[Any] | None:
         return None
     documents: Iterator[Any] = _NATIVE.stream(data, *plain)
     return documents
+
+
+def positions(text: str, max_depth: int, max_nodes: int) -> Iterator[dict[Any, Any]] | None:
+    """Each document's position table (field path -> 1-based (line, column)), lazily, as the
+    loader's walk of composed nodes makes it (no path deeper than `max_depth`, no more than
+    about `max_nodes` paths); iterating raises `Fallback` where the fast path stops (an
+    anchor, an alias, a syntax error). None when there is no compiled module."""
+    if _NATIVE is None:
+        return None
+    try:
+        data = text.encode()
+    except UnicodeEncodeError:
+        return None
+    tables: Iterator[dict[Any, Any]] = _NATIVE.positions(data, max_depth, max_nodes)
+    return tables

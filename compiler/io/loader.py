@@ -310,8 +310,20 @@ class Document:
 
 
 def _compose_positions(text: str) -> Iterator[dict[FieldPath, tuple[int, int]]]:
+    done = 0  # tables the fast path made (the full path passes over their documents)
+    fast = fastload.positions(text, _POSITION_DEPTH, MAX_NODES)
+    if fast is not None:
+        try:
+            for found in fast:
+                done += 1
+                yield found
+            return
+        except fastload.Fallback:
+            pass
     try:
-        for node in yaml.compose_all(text, Loader=yaml.CSafeLoader):
+        for index, node in enumerate(yaml.compose_all(text, Loader=yaml.CSafeLoader)):
+            if index < done:
+                continue
             table: dict[FieldPath, tuple[int, int]] = {}
             if node is not None:
                 _walk_node(node, (), table, 0)
@@ -320,9 +332,12 @@ def _compose_positions(text: str) -> Iterator[dict[FieldPath, tuple[int, int]]]:
         return
 
 
+_POSITION_DEPTH = 200  # deeper values are located at their nearest recorded ancestor
+
+
 def _walk_node(node: yaml.Node, path: FieldPath, table: dict[FieldPath, tuple[int, int]],
                depth: int) -> None:
-    if path in table or depth > 200 or len(table) > MAX_NODES:
+    if path in table or depth > _POSITION_DEPTH or len(table) > MAX_NODES:
         return
     table[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
     if isinstance(node, yaml.MappingNode):
