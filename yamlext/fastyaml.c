@@ -396,6 +396,23 @@ static PyType_Spec stream_spec = {
 
 static PyObject *StreamType;
 
+/* A new stream over `data` (a bytes object, kept alive by the stream). */
+static Stream *new_parser(PyObject *data) {
+    Stream *s = (Stream *)PyType_GenericAlloc((PyTypeObject *)StreamType, 0);
+    if (s == NULL)
+        return NULL;
+    if (!yaml_parser_initialize(&s->parser)) {
+        Py_DECREF(s);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    Py_INCREF(data);
+    s->data = data;
+    yaml_parser_set_input_string(&s->parser, (const unsigned char *)PyBytes_AsString(data),
+                                 (size_t)PyBytes_Size(data));
+    return s;
+}
+
 /* stream(data: bytes, cache: dict, plain: Callable[[str], Any], missing: object,
  *        words: frozenset[str], starts: str) */
 static PyObject *new_stream(PyObject *module, PyObject *args) {
@@ -406,25 +423,16 @@ static PyObject *new_stream(PyObject *module, PyObject *args) {
         return NULL;
     Py_ssize_t nstarts;
     const char *start_chars = PyUnicode_AsUTF8AndSize(starts, &nstarts);
-    if (start_chars == NULL)
-        return NULL;
-    Stream *s = (Stream *)PyType_GenericAlloc((PyTypeObject *)StreamType, 0);
+    Stream *s = start_chars == NULL ? NULL : new_parser(data);
     if (s == NULL)
         return NULL;
-    if (!yaml_parser_initialize(&s->parser)) {
-        Py_DECREF(s);
-        return PyErr_NoMemory();
-    }
-    Py_INCREF(data);
     Py_INCREF(cache);
     Py_INCREF(plain);
     Py_INCREF(missing);
     Py_INCREF(words);
     Py_INCREF(starts);
-    s->data = data, s->cache = cache, s->plain = plain, s->missing = missing;
+    s->cache = cache, s->plain = plain, s->missing = missing;
     s->words = words, s->starts_text = starts, s->starts = start_chars, s->nstarts = nstarts;
-    yaml_parser_set_input_string(&s->parser, (const unsigned char *)PyBytes_AsString(data),
-                                 (size_t)PyBytes_Size(data));
     return (PyObject *)s;
 }
 
@@ -435,17 +443,10 @@ static PyObject *new_positions(PyObject *module, PyObject *args) {
     (void)module;
     if (!PyArg_ParseTuple(args, "O!nn", &PyBytes_Type, &data, &max_depth, &max_nodes))
         return NULL;
-    Stream *s = (Stream *)PyType_GenericAlloc((PyTypeObject *)StreamType, 0);
+    Stream *s = new_parser(data);
     if (s == NULL)
         return NULL;
-    if (!yaml_parser_initialize(&s->parser)) {
-        Py_DECREF(s);
-        return PyErr_NoMemory();
-    }
-    Py_INCREF(data);
-    s->data = data, s->positions = 1, s->max_depth = max_depth, s->max_nodes = max_nodes;
-    yaml_parser_set_input_string(&s->parser, (const unsigned char *)PyBytes_AsString(data),
-                                 (size_t)PyBytes_Size(data));
+    s->positions = 1, s->max_depth = max_depth, s->max_nodes = max_nodes;
     return (PyObject *)s;
 }
 
