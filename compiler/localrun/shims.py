@@ -23,7 +23,15 @@ while [ $# -gt 0 ]; do
 done
 host="$1"; shift
 case " {hosts} " in
-  *" $host "*) exec sh -c "$*" ;;
+  *" $host "*)
+    # Each "node" gets its own Open MPI session folder: the daemons of one run all start on
+    # this machine at once and otherwise race for the same one ("File exists").
+    base="${TMPDIR:-/tmp}/tjc-ompi.$$"
+    mkdir -p "$base" || exit 255
+    OMPI_MCA_orte_tmpdir_base="$base" sh -c "$*"
+    code=$?
+    rm -rf "$base"
+    exit $code ;;
 esac
 echo "tjc-ssh: $host is not a pod of this JobSet" >&2
 exit 255
