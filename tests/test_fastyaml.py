@@ -139,6 +139,7 @@ def test_every_golden_input_and_output_agrees() -> None:
     "true: x\n", "a: 1\na: 2\n", "a: .inf\n", "a: [1, 2\n", "a: 'x\n", "- a\nb: c\n",
     "a: 1\n---\nb: [\n", "a:\n  b: 1\n   c: 2\n", "%TAG !e! tag:e.com,2000:\n--- !e!x {a: 1}\n",
     "a: !!binary aGk=\n", "a: !!timestamp 2001-12-14\n", "a:\x07b\n",
+    "a: {<<: {x: 1}, y: 2}\n", "<<: [{a: 1}]\n",
 ])
 def test_what_the_fast_path_leaves_to_the_full_path(text: str) -> None:
     assert _agree(text) == "fallback"

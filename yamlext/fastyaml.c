@@ -2,9 +2,9 @@
  *
  * compiler/io/fastload.py is its only user. It builds the same values as the loader's
  * _PlainLoader (compiler/io/loader.py) for the YAML it understands, and gives up on anything
- * else: every tag, anchor and alias, complex or non-string keys, duplicate keys, plain
- * scalars the resolver cannot turn into a JSON value, nesting deeper than MAX_DEPTH, and
- * every syntax error. Giving up raises `Fallback`; the caller then loads the text with the
+ * else: every tag, anchor and alias, a merge key (`<<`), complex or non-string keys,
+ * duplicate keys, plain scalars the resolver cannot turn into a JSON value, nesting deeper
+ * than MAX_DEPTH, and every syntax error. Giving up raises `Fallback`; the caller then loads the text with the
  * full loader, which reports what is wrong at its position. Plain scalars are resolved by
  * the caller's function (kubectl's rules live in Python, in one place) through its cache,
  * except a text that neither starts with one of the caller's `starts` nor is one of its
@@ -111,7 +111,11 @@ static PyObject *mapping(Stream *s, int depth) {
             yaml_event_delete(&event);
             return out;
         }
-        PyObject *key = event.type == YAML_SCALAR_EVENT ? scalar(s, &event) : give_up();
+        int merge = event.type == YAML_SCALAR_EVENT && event.data.scalar.plain_implicit &&
+                    event.data.scalar.length == 2 &&
+                    memcmp(event.data.scalar.value, "<<", 2) == 0; /* go-yaml's merge key */
+        PyObject *key = event.type == YAML_SCALAR_EVENT && !merge ? scalar(s, &event)
+                                                                  : give_up();
         yaml_event_delete(&event);
         if (key == NULL)
             goto fail;

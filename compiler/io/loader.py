@@ -96,20 +96,51 @@ def _unsupported(loader: _Loader, node: yaml.Node) -> None:
 
 
 def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> Obj:
-    loader.flatten_mapping(node)
+    return _with_merges(node, lambda key_node: _string_key(
+        loader.construct_object(key_node, deep=True), node, key_node),
+        lambda value_node: loader.construct_object(value_node, deep=True))
+
+
+def _string_key(key: Any, node: yaml.Node, key_node: yaml.Node) -> str:
+    """A built mapping key as sigs.k8s.io/yaml names it (a collection or null is an error)."""
+    if type(key) is str:
+        return key
+    _key_kind(key, node, key_node)
+    return mapping_key(key, key_node) if key is None or isinstance(
+        key, (int, float, bool)) else key
+
+
+def _is_merge(node: yaml.Node) -> bool:
+    """A merge key, as go-yaml v2 (kubectl's reader) tells one: `<<` written plain, or tagged
+    `!!merge`."""
+    return type(node) is _SCALAR_NODE and node.value == "<<" and node.tag in (_PLAIN, _MERGE)
+
+
+def _with_merges(node: yaml.MappingNode, key_of: Callable[[yaml.Node], str],
+                 value_of: Callable[[yaml.Node], Any]) -> Obj:
+    """A mapping as go-yaml v2 builds one: its pairs in order, each merge key setting its
+    value's entries over what is there (a sequence's mappings from the last to the first, so
+    the first wins), any other key set once (twice is an error, as everywhere in tjc)."""
     out: Obj = {}
+    own: set[str] = set()
     for key_node, value_node in node.value:
-        key = loader.construct_object(key_node, deep=True)
-        _key_kind(key, node, key_node)
-        if not isinstance(key, str):
-            key = mapping_key(key, key_node) if key is None or isinstance(
-                key, (int, float, bool)) else key
-        if key in out:
-            mark = key_node.start_mark
-            raise yaml.MarkedYAMLError(
-                "while constructing a mapping", node.start_mark,
-                f"found duplicate key {key!r}", mark)
-        out[key] = loader.construct_object(value_node, deep=True)
+        if _is_merge(key_node):
+            value = value_of(value_node)
+            maps = value if isinstance(value, list) else [value]
+            if not all(isinstance(item, dict) for item in maps):
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping", node.start_mark,
+                    "map merge requires map or sequence of maps as the value",
+                    value_node.start_mark)
+            for item in reversed(maps):
+                out.update(item)
+            continue
+        key = key_of(key_node)
+        if key in own:
+            raise yaml.MarkedYAMLError("while constructing a mapping", node.start_mark,
+                                       f"found duplicate key {key!r}", key_node.start_mark)
+        own.add(key)
+        out[key] = value_of(value_node)
     return out
 
 
@@ -191,14 +222,10 @@ class _PlainLoader(_Loader):
             tag = key_node.tag
             key = key_node.value if tag == _STR else _PLAIN_VALUES.get(key_node.value) \
                 if tag == _PLAIN else None  # the common keys, without a call
-            if type(key) is not str:
-                if tag == _MERGE:
+            if type(key) is not str or key == "<<":
+                if _is_merge(key_node):
                     return self._merged(node)
-                key = self._key(key_node)
-                if type(key) is not str:
-                    _key_kind(key, node, key_node)
-                    key = mapping_key(key, key_node) if key is None or isinstance(
-                        key, (int, float, bool)) else key
+                key = _string_key(self._key(key_node), node, key_node)
             if key in out:
                 raise yaml.MarkedYAMLError("while constructing a mapping", node.start_mark,
                                            f"found duplicate key {key!r}", key_node.start_mark)
@@ -213,9 +240,9 @@ class _PlainLoader(_Loader):
         return out
 
     def _merged(self, node: yaml.MappingNode) -> Obj:
-        """A mapping with `<<` merge keys: flattened first, then built."""
-        self.flatten_mapping(node)  # removes every merge key
-        return self._mapping(node)
+        """A mapping with merge keys, built again from its first pair (`_with_merges`)."""
+        return _with_merges(node, lambda key_node: _string_key(self._key(key_node), node,
+                                                               key_node), self._build)
 
 
 _MISSING = object()
