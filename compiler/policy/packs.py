@@ -91,7 +91,8 @@ def pack_files(folders: Sequence[Path], builtin: bool) -> list[Path]:
     roots = ([BUILTIN_DIR] if builtin else []) + list(folders)
     files: list[Path] = []
     for root in roots:
-        files += [root] if root.is_file() else sorted(root.glob("*.cue"))
+        files += [root] if root.is_file() else sorted(  # (a FIFO or device is no pack)
+            p for p in root.glob("*.cue") if p.is_file())
     return files
 
 

@@ -54,7 +54,11 @@ class Outcome:
 def read_case(path: Path) -> Case:
     """The header of a case file; ValueError when it lacks `rule` or `expect`."""
     header: dict[str, str] = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not UTF-8 text ({exc.reason})") from None
+    for line in text.splitlines():
         if not line.startswith("#"):
             break
         key, _, value = line[1:].partition(":")
