@@ -106,13 +106,17 @@ class PolicySet:
     def _planned(self, pack: Pack, rules: list[Rule], full: Obj) -> tuple[Violation, ...]:
         """The violations by the rules' compiled plans; CUE decides inputs they do not."""
         plans = pack.plans or {}
+        settings = pack.settings
+        found: list[Violation] = []
         try:
-            return tuple(Violation(rule, tuple(p for p in path if isinstance(p, (str, int))),
-                                   message or rule.message)
-                         for rule in rules for path, message in plans[rule.id](full,
-                                                                                pack.settings))
+            for rule in rules:
+                # a plan's paths are made of the views' paths and field names: strings and
+                # integers only, as the filter on CUE's paths leaves them (`_violations`)
+                found += [Violation(rule, tuple(path), message or rule.message)
+                          for path, message in plans[rule.id](full, settings)]
         except Fallback:
             return self._evaluate(pack, rules, prune(full, pack.reads))
+        return tuple(found)
 
     def _exempt(self, v: Violation, meta: Obj) -> Violation:
         decision = self.exemptions.decide(v.rule.id, v.rule.severity, meta, self.today)
