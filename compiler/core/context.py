@@ -71,8 +71,10 @@ class PodSet:
 
     def container(self, name: str, *, init: bool = False) -> Obj | None:
         """The first container (or init container) with this name."""
-        key = "initContainers" if init else "containers"
-        return next((c for c in self.pod_spec.get(key) or [] if c.get("name") == name), None)
+        for container in self.pod_spec.get("initContainers" if init else "containers") or ():
+            if container.get("name") == name:
+                return container  # type: ignore[no-any-return]
+        return None
 
 
 @dataclass
