@@ -118,7 +118,21 @@ def _from_runtime(path: Path, jobset: Obj, prepared: PreparedRuntime) -> bool:
     """Whether the JobSet holds at `path` exactly what the runtime's template holds."""
     if len(path) < 2 or path[0] != "spec":
         return False
-    return bool(get_path(jobset, *path) == get_path(prepared.spec, *path[1:]))
+    return bool(_at(jobset.get("spec"), path) == _at(prepared.spec, path))
+
+
+def _at(value: Any, path: Path) -> Any:
+    """`get_path(value, *path[1:])` without building the argument tuple (this runs for every
+    violation of every JobSet)."""
+    for key in path[1:]:
+        if isinstance(value, dict):
+            value = value.get(key)
+        elif isinstance(value, list) and isinstance(key, int) and \
+                -len(value) <= key < len(value):
+            value = value[key]
+        else:
+            return None
+    return value
 
 
 def _traced(path: Path, jobset: Obj, explainer: Explainer, tj: Document) -> Location:
