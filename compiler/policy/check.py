@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from compiler.common.diagnostics import Diagnostic, Location, ObjectRef
 from compiler.common.jsondata import Obj, get_path
 from compiler.core.compile import PreparedRuntime
+from compiler.core.context import ANCESTOR_LABEL, NODE, TRAINER
 from compiler.core.resolve import object_ref
 from compiler.io.loader import Document
 from compiler.policy.engine import PolicySet, Violation
@@ -30,17 +31,24 @@ Path = tuple[str | int, ...]
 
 @dataclass(frozen=True)
 class Finding:
-    """A violation of a compiled JobSet, and whether the runtime's template wrote the field."""
+    """A violation of a compiled JobSet, whether the runtime's template wrote the field, and
+    (`traced`) the TrainJob field `tjc explain` traces it to when that is known without
+    tracing a compile (`_trainer_image`); None: trace it."""
 
     violation: Violation
     from_runtime: bool
+    traced: Path | None = None
 
 
 def jobset_findings(policies: PolicySet, trainjob: Obj, prepared: PreparedRuntime,
                     jobset: Obj) -> list[Finding]:
     """The violations of the JobSet compiled from a (defaulted) TrainJob."""
-    return [Finding(v, _from_runtime(v.path, jobset, prepared))
-            for v in policies.check("JobSet", jobset, trainjob)]
+    out = []
+    for v in policies.check("JobSet", jobset, trainjob):
+        from_runtime = _from_runtime(v.path, jobset, prepared)
+        out.append(Finding(v, from_runtime,
+                           None if from_runtime else _trainer_image(v.path, jobset, trainjob)))
+    return out
 
 
 class PolicyChecker:
@@ -75,6 +83,9 @@ class PolicyChecker:
         for f in findings:
             if f.from_runtime:
                 out.append(self._in_runtime(runtime, f.violation))
+                continue
+            if f.traced is not None:
+                out.append(_with(f.violation, tj.locate(f.traced), object_ref(tj.data)))
                 continue
             if explainer is None:
                 from compiler.explain.explainer import Explainer  # only a traced finding needs it
@@ -118,13 +129,40 @@ def _from_runtime(path: Path, jobset: Obj, prepared: PreparedRuntime) -> bool:
     """Whether the JobSet holds at `path` exactly what the runtime's template holds."""
     if len(path) < 2 or path[0] != "spec":
         return False
-    return bool(_at(jobset.get("spec"), path) == _at(prepared.spec, path))
+    rest = path[1:]
+    return bool(_at(jobset.get("spec"), rest) == _at(prepared.spec, rest))
 
 
-def _at(value: Any, path: Path) -> Any:
-    """`get_path(value, *path[1:])` without building the argument tuple (this runs for every
-    violation of every JobSet)."""
-    for key in path[1:]:
+_CONTAINERS = ("template", "spec", "template", "spec", "containers")
+TRAINER_IMAGE: Path = ("spec", "trainer", "image")
+
+
+def _trainer_image(path: Path, jobset: Obj, trainjob: Obj) -> Path | None:
+    """`spec.trainer.image` when `path` is the image of a `node` container of the trainer
+    replicatedJob and the TrainJob sets an image: the JobSet builder writes it there from
+    that field, as the last writer of that path or any path above it (the builder's
+    `_trainer_overrides`, which records `jobset.IMAGE`), so `tjc explain` traces it to that
+    field; None otherwise. `tests/test_policy_locate.py` compares this with the traced
+    compile."""
+    if len(path) != 10 or path[:2] != ("spec", "replicatedJobs") or path[3:8] != \
+            _CONTAINERS or path[9] != "image":
+        return None
+    job = _at(jobset.get("spec"), path[1:3])
+    labels = get_path(job, "template", "metadata", "labels")
+    container = _at(job, path[3:9])
+    trainer = get_path(trainjob, "spec", "trainer")
+    if not (isinstance(labels, dict) and labels.get(ANCESTOR_LABEL) == TRAINER
+            and isinstance(container, dict) and container.get("name") == NODE
+            and isinstance(trainer, dict) and trainer.get("image") is not None
+            and container.get("image") == trainer["image"]):
+        return None
+    return TRAINER_IMAGE
+
+
+def _at(value: Any, keys: Path) -> Any:
+    """`get_path(value, *keys)` without unpacking the keys (this runs for every violation of
+    every JobSet)."""
+    for key in keys:
         if isinstance(value, dict):
             value = value.get(key)
         elif isinstance(value, list) and isinstance(key, int) and \
