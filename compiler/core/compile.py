@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import marshal
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 from compiler.common.diagnostics import (
@@ -39,6 +39,8 @@ from compiler.kube import structural
 from compiler.kube.defaults import default_in_place
 
 TRAINER_CONTROLLER = "trainer.kubeflow.org/trainjob-controller"
+# plugins that read what a policy view leaves out (flux, the env in its container)
+VIEWLESS = frozenset({"flux"})
 
 
 @dataclass(frozen=True)
@@ -146,6 +148,8 @@ def compile_defaulted(tj: Obj, prepared: PreparedRuntime, *, options: CompileOpt
                             Recorder() if options.trace else None)
         ctx.options = options
         plugins = plugin_order([p for p in REGISTRY if p.active(ctx)])
+        if options.view() and any(p.name in VIEWLESS for p in plugins):
+            ctx.options = replace(options, policy_view=False)
         objects, diagnostics = _run_plugins(ctx, plugins)
     except TjcError as exc:
         return CompileResult((), tuple(with_object([*notes, exc.diagnostic], ref)))
