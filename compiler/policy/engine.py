@@ -75,6 +75,7 @@ class PolicySet:
         self.today = today or datetime.datetime.now(datetime.UTC).date()
         self._memo: dict[tuple[str, tuple[str, ...], str], tuple[Violation, ...]] = {}
         self._applicable: dict[tuple[str, str, frozenset[str]], list[Rule]] = {}
+        self._kinds: dict[str, bool] = {}
         self.evaluations = 0
         self.errors: list[Diagnostic] = []
         self._reported: set[tuple[str, str]] = set()
@@ -85,8 +86,10 @@ class PolicySet:
 
     def check(self, kind: str, obj: Obj, trainjob: Obj | None = None) -> list[Violation]:
         """Every violation of one document (a JobSet with the TrainJob it came from)."""
-        full: Obj | None = None
         found: list[Violation] = []
+        if not self._checks(kind):
+            return found  # (no rule applies to TrainJobs themselves)
+        full: Obj | None = None
         for pack in self.packs:
             rules = self._rules(pack, kind, self.skip)
             if not rules:
@@ -123,6 +126,13 @@ class PolicySet:
         if not decision.kind and not decision.remark:
             return v
         return Violation(v.rule, v.path, v.message, decision)
+
+    def _checks(self, kind: str) -> bool:
+        """Whether any rule (not skipped this run) applies to this kind."""
+        known = self._kinds.get(kind)
+        if known is None:
+            known = self._kinds[kind] = any(self.applicable(p, kind) for p in self.packs)
+        return known
 
     def applicable(self, pack: Pack, kind: str) -> bool:
         """Whether any rule of the pack (not skipped this run) applies to this kind."""
