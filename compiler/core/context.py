@@ -37,10 +37,23 @@ class CompileOptions:
     `ssh_keys(namespace, name)` returns the key pair of a TrainJob's MPI SSH Secret; without
     it, no Secret is emitted and a notice says which Secret the job needs. `trace` records
     where every output field came from (`compiler.core.provenance`, for `tjc explain`).
+    `policy_view` leaves out of the JobSet what no built-in policy rule reads (`VIEW_SKIPS`:
+    the env, ports and volume mounts the plugins and the builder upsert into containers,
+    each edit still checked for its container), for `tjc validate`, which compiles only to
+    check the JobSet; it has no effect with `trace`.
     """
 
     ssh_keys: SSHKeySource | None = None
     trace: bool = False
+    policy_view: bool = False
+
+    def view(self) -> bool:
+        """Whether the compile leaves out the `VIEW_SKIPS` writes."""
+        return self.policy_view and not self.trace
+
+
+# the container fields a `policy_view` compile does not write
+VIEW_SKIPS = frozenset({"env", "ports", "volumeMounts", "envFrom"})
 
 
 ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
@@ -71,8 +84,10 @@ class PodSet:
 
     def container(self, name: str, *, init: bool = False) -> Obj | None:
         """The first container (or init container) with this name."""
-        key = "initContainers" if init else "containers"
-        return next((c for c in self.pod_spec.get(key) or [] if c.get("name") == name), None)
+        for container in self.pod_spec.get("initContainers" if init else "containers") or ():
+            if container.get("name") == name:
+                return container  # type: ignore[no-any-return]
+        return None
 
 
 @dataclass
