@@ -27,7 +27,7 @@ from compiler.common.diagnostics import (
 from compiler.common.errors import TjcError
 from compiler.common.jsondata import Obj, fast_copy
 from compiler.core import admission
-from compiler.core.context import CompileOptions, Context, build_context
+from compiler.core.context import CompileOptions, Context, MergedSpecs, build_context
 from compiler.core.plugins import REGISTRY
 from compiler.core.plugins.base import PluginResult, PluginSpec
 from compiler.core.plugins.edits import apply_edit
@@ -69,6 +69,7 @@ class PreparedRuntime:
     _admitted: list[tuple[Obj, list[Diagnostic]]] = field(default_factory=list, compare=False,
                                                           repr=False)
     _spec_bytes: list[bytes | None] = field(default_factory=list, compare=False, repr=False)
+    merged: MergedSpecs = field(default_factory=MergedSpecs, compare=False, repr=False)
 
     def admitted(self) -> tuple[Obj, list[Diagnostic]]:
         """The runtime's own admission (`admission.admit_runtime`), computed once."""
@@ -145,7 +146,7 @@ def compile_defaulted(tj: Obj, prepared: PreparedRuntime, *, options: CompileOpt
     try:
         options = options or CompileOptions()
         ctx = build_context(tj, prepared.doc, prepared.spec_copy(),
-                            Recorder() if options.trace else None)
+                            Recorder() if options.trace else None, prepared.merged)
         ctx.options = options
         plugins = plugin_order([p for p in REGISTRY if p.active(ctx)])
         if options.view() and any(p.name in VIEWLESS for p in plugins):
