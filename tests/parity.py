@@ -22,6 +22,7 @@ from compiler.render.pipeline import JobResult, render_stream
 from tests.oracle import Oracle
 
 RUNS = 6
+MORE_RUNS = 60  # before a difference in the objects is reported
 KEYS = sshkeys.from_file(str(Path(__file__).parent / "data" / "test-only-mpi-key.pem"))
 
 
@@ -88,9 +89,14 @@ def difference(oracle: Oracle, runtimes: list[Obj], trainjob: Obj) -> tuple[str,
         return ("build error", f"upstream builds {len(answer['outputs'][0])} objects; tjc: "
                 f"{texts}")
     mine = sorted(_key(o) for o in objects)
-    for output in answer["outputs"]:
-        if sorted(_key(o) for o in output) == mine:
-            return None
+    if any(sorted(_key(o) for o in output) == mine for output in answer["outputs"]):
+        return None
+    # A few runs can all miss an order tjc's equals (XGBoost's or Flux's env against
+    # PlainML's: reference §8 B1, an even chance each run): ask for many more first.
+    again = oracle.ask({"op": "case", "runtimes": runtimes, "trainjob": trainjob,
+                        "runs": MORE_RUNS})
+    if any(sorted(_key(o) for o in output) == mine for output in again["outputs"]):
+        return None
     return ("objects", _first_change(answer["outputs"][0], objects))
 
 
