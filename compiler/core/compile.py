@@ -11,9 +11,10 @@ API.
 
 from __future__ import annotations
 
+import marshal
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, cast
 
 from compiler.common.diagnostics import (
     Diagnostic,
@@ -26,7 +27,7 @@ from compiler.common.diagnostics import (
 from compiler.common.errors import TjcError
 from compiler.common.jsondata import Obj, fast_copy
 from compiler.core import admission
-from compiler.core.context import CompileOptions, Context, build_context
+from compiler.core.context import CompileOptions, Context, MergedSpecs, build_context
 from compiler.core.plugins import REGISTRY
 from compiler.core.plugins.base import PluginResult, PluginSpec
 from compiler.core.plugins.edits import apply_edit
@@ -38,6 +39,8 @@ from compiler.kube import structural
 from compiler.kube.defaults import default_in_place
 
 TRAINER_CONTROLLER = "trainer.kubeflow.org/trainjob-controller"
+# plugins that read what a policy view leaves out (flux, the env in its container)
+VIEWLESS = frozenset({"flux"})
 
 
 @dataclass(frozen=True)
@@ -65,12 +68,25 @@ class PreparedRuntime:
     diagnostics: tuple[Diagnostic, ...]
     _admitted: list[tuple[Obj, list[Diagnostic]]] = field(default_factory=list, compare=False,
                                                           repr=False)
+    _spec_bytes: list[bytes | None] = field(default_factory=list, compare=False, repr=False)
+    merged: MergedSpecs = field(default_factory=MergedSpecs, compare=False, repr=False)
 
     def admitted(self) -> tuple[Obj, list[Diagnostic]]:
         """The runtime's own admission (`admission.admit_runtime`), computed once."""
         if not self._admitted:
             self._admitted.append(admission.admit_runtime(self.doc))
         return self._admitted[0]
+
+    def spec_copy(self) -> Obj:
+        """A deep copy of `spec` for one compile to own: `fast_copy`, with the `marshal`
+        bytes of the (read-only) spec made once, so a compile pays only the load."""
+        if not self._spec_bytes:
+            try:
+                self._spec_bytes.append(marshal.dumps(self.spec))
+            except (ValueError, TypeError):
+                self._spec_bytes.append(None)
+        blob = self._spec_bytes[0]
+        return fast_copy(self.spec) if blob is None else cast(Obj, marshal.loads(blob))
 
 
 def prepare_runtime(runtime: Mapping[str, Any]) -> PreparedRuntime:
@@ -129,10 +145,12 @@ def compile_defaulted(tj: Obj, prepared: PreparedRuntime, *, options: CompileOpt
         return CompileResult((), tuple(with_object([*notes, manager], ref)))
     try:
         options = options or CompileOptions()
-        ctx = build_context(tj, prepared.doc, fast_copy(prepared.spec),
-                            Recorder() if options.trace else None)
+        ctx = build_context(tj, prepared.doc, prepared.spec_copy(),
+                            Recorder() if options.trace else None, prepared.merged)
         ctx.options = options
         plugins = plugin_order([p for p in REGISTRY if p.active(ctx)])
+        if options.view() and any(p.name in VIEWLESS for p in plugins):
+            ctx.options = replace(options, policy_view=False)
         objects, diagnostics = _run_plugins(ctx, plugins)
     except TjcError as exc:
         return CompileResult((), tuple(with_object([*notes, exc.diagnostic], ref)))

@@ -8,9 +8,10 @@ replicatedJob (§2.4). Pure; called by `compiler.core.compile`.
 
 from __future__ import annotations
 
+import marshal
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
 from compiler.common.diagnostics import Path, format_path
 from compiler.common.jsondata import Obj, copy_json
@@ -37,10 +38,23 @@ class CompileOptions:
     `ssh_keys(namespace, name)` returns the key pair of a TrainJob's MPI SSH Secret; without
     it, no Secret is emitted and a notice says which Secret the job needs. `trace` records
     where every output field came from (`compiler.core.provenance`, for `tjc explain`).
+    `policy_view` leaves out of the JobSet what no built-in policy rule reads (`VIEW_SKIPS`:
+    the env, ports and volume mounts the plugins and the builder upsert into containers,
+    each edit still checked for its container), for `tjc validate`, which compiles only to
+    check the JobSet; it has no effect with `trace`.
     """
 
     ssh_keys: SSHKeySource | None = None
     trace: bool = False
+    policy_view: bool = False
+
+    def view(self) -> bool:
+        """Whether the compile leaves out the `VIEW_SKIPS` writes."""
+        return self.policy_view and not self.trace
+
+
+# the container fields a `policy_view` compile does not write
+VIEW_SKIPS = frozenset({"env", "ports", "volumeMounts", "envFrom"})
 
 
 ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
@@ -71,8 +85,10 @@ class PodSet:
 
     def container(self, name: str, *, init: bool = False) -> Obj | None:
         """The first container (or init container) with this name."""
-        key = "initContainers" if init else "containers"
-        return next((c for c in self.pod_spec.get(key) or [] if c.get("name") == name), None)
+        for container in self.pod_spec.get("initContainers" if init else "containers") or ():
+            if container.get("name") == name:
+                return container  # type: ignore[no-any-return]
+        return None
 
 
 @dataclass
@@ -150,11 +166,12 @@ class Context:
                 yield f"{self.name}-{ps.name}-{replica}-{pod}.{sub}"
 
 
-def build_context(trainjob: Obj, runtime: Obj, spec: Obj,
-                  origins: Recorder | None = None) -> Context:
+def build_context(trainjob: Obj, runtime: Obj, spec: Obj, origins: Recorder | None = None,
+                  merged: MergedSpecs | None = None) -> Context:
     """Build the context from a defaulted TrainJob, its defaulted runtime and a fresh copy of
     the runtime's JobSet spec after the typed round trip (`typed.jobset_spec`), which the
-    context takes over. With `origins`, every field written is recorded there."""
+    context takes over. With `origins`, every field written is recorded there; without,
+    `merged` (the runtime's, when given) remembers what the runtime patches merge to."""
     rt_spec = runtime.get("spec") or {}
     template = rt_spec.get("template") or {}
     ml_policy = rt_spec.get("mlPolicy")
@@ -166,7 +183,10 @@ def build_context(trainjob: Obj, runtime: Obj, spec: Obj,
         root = object_root(*JOBSET_API, str((trainjob.get("metadata") or {}).get("name", "")))
         _record_template(origins, root, trainjob, runtime, spec)
         _record_metadata(origins, root, labels, annotations, patches)
-    spec = merge_patches(spec, patches, origins, root)
+    if merged is not None and not origins.enabled:
+        spec = merged.merge(spec, patches)
+    else:
+        spec = merge_patches(spec, patches, origins, root)
     if origins.enabled:
         origins.add_output(root, {"spec": spec})
     pod_sets = []
@@ -259,6 +279,39 @@ def merge_patches(spec: Obj, patches: list[Obj], origins: Recorder | None = None
     if isinstance(jobs, list):
         jobs.sort(key=lambda rjob: order.get(rjob.get("name"), 0))
     return typed.jobset_spec(spec, owned=True)
+
+
+class MergedSpecs:
+    """What runtime patches merge one runtime's spec to, remembered by the patches' specs.
+
+    TrainJobs of a repository repeat the same few patches (a queue's node selectors and
+    tolerations), and merging one is a strategic merge and a typed round trip of the whole
+    spec. Kept as `marshal` bytes by the `marshal` bytes of the patches' specs (which tell 1
+    from True and 1.0, so only equal patches share an entry), at most LIMIT of them; a hit
+    is a fresh copy the caller owns. One instance belongs to one runtime's spec
+    (`PreparedRuntime`): the spec is part of what the entries depend on."""
+
+    LIMIT = 256
+
+    def __init__(self) -> None:
+        self._memo: dict[bytes, bytes] = {}
+
+    def merge(self, spec: Obj, patches: list[Obj]) -> Obj:
+        """`merge_patches(spec, patches)`, where `spec` is a fresh copy of this runtime's."""
+        specs = [_patch_template(patch).get("spec") for patch in patches]
+        if not any(isinstance(pspec, dict) for pspec in specs):
+            return merge_patches(spec, patches)
+        try:
+            key = marshal.dumps(specs)
+        except (ValueError, TypeError):
+            return merge_patches(spec, patches)
+        blob = self._memo.get(key)
+        if blob is not None:
+            return cast(Obj, marshal.loads(blob))
+        out = merge_patches(spec, patches)
+        if len(self._memo) < self.LIMIT:
+            self._memo[key] = marshal.dumps(out)
+        return out
 
 
 def merge_each(spec: Obj, patches: list[Obj]) -> tuple[Obj, bool]:

@@ -121,7 +121,10 @@ class Recorder:
             return
         node = self._root
         for part in path:
-            node = node.children.setdefault(part, _Node())
+            child = node.children.get(part)
+            if child is None:
+                child = node.children[part] = _Node()
+            node = child
         if origin.exact and origin.anchor is None:
             origin = replace(origin, anchor=path)  # a copied subtree maps below `path`
         self._seq += 1

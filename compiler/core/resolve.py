@@ -42,13 +42,16 @@ def registry_key(runtime_ref: Obj) -> str:
     return f"{kind}.{group}" if group else kind
 
 
+_SUPPORTED = frozenset(f"{k}.{GROUP}" for k in RUNTIME_KINDS)  # registry keys of runtimes
+
+
 def wanted_key(trainjob: Obj) -> RuntimeKey | Diagnostic:
     """The runtime a defaulted TrainJob asks for, or why it cannot be resolved."""
     spec = trainjob.get("spec")
     ref = spec.get("runtimeRef") if isinstance(spec, dict) else None
     ref = ref if isinstance(ref, dict) else {}
     key = registry_key(ref)
-    if key not in (f"{k}.{GROUP}" for k in RUNTIME_KINDS):
+    if key not in _SUPPORTED:
         return error("TJC-RUNTIME-UNSUPPORTED", f"unsupported runtime: {key}; expected kind "
                      "TrainingRuntime or ClusterTrainingRuntime of apiGroup trainer.kubeflow.org",
                      ("spec", "runtimeRef"))

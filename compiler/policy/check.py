@@ -18,8 +18,10 @@ from typing import TYPE_CHECKING, Any
 from compiler.common.diagnostics import Diagnostic, Location, ObjectRef
 from compiler.common.jsondata import Obj, get_path
 from compiler.core.compile import PreparedRuntime
+from compiler.core.context import ANCESTOR_LABEL, NODE, TRAINER
 from compiler.core.resolve import object_ref
 from compiler.io.loader import Document
+from compiler.policy import viewed
 from compiler.policy.engine import PolicySet, Violation
 
 if TYPE_CHECKING:
@@ -30,17 +32,24 @@ Path = tuple[str | int, ...]
 
 @dataclass(frozen=True)
 class Finding:
-    """A violation of a compiled JobSet, and whether the runtime's template wrote the field."""
+    """A violation of a compiled JobSet, whether the runtime's template wrote the field, and
+    (`traced`) the TrainJob field `tjc explain` traces it to when that is known without
+    tracing a compile (`_trainer_image`); None: trace it."""
 
     violation: Violation
     from_runtime: bool
+    traced: Path | None = None
 
 
 def jobset_findings(policies: PolicySet, trainjob: Obj, prepared: PreparedRuntime,
                     jobset: Obj) -> list[Finding]:
     """The violations of the JobSet compiled from a (defaulted) TrainJob."""
-    return [Finding(v, _from_runtime(v.path, jobset, prepared))
-            for v in policies.check("JobSet", jobset, trainjob)]
+    out = []
+    for v in policies.check("JobSet", jobset, trainjob):
+        from_runtime = _from_runtime(v.path, jobset, prepared)
+        out.append(Finding(v, from_runtime,
+                           None if from_runtime else _trainer_image(v.path, jobset, trainjob)))
+    return out
 
 
 class PolicyChecker:
@@ -53,6 +62,7 @@ class PolicyChecker:
         # located the same way each time: kept per runtime (which the value keeps alive).
         self._at_runtime: dict[tuple[int, int, Path, str, Any], tuple[Document, Diagnostic]] \
             = {}
+        self._views: bool | None = None
 
     def document(self, doc: Document, data: Obj) -> list[Diagnostic]:
         """Violations of a TrainJob or runtime (defaulted `data`), located in `doc`."""
@@ -66,6 +76,25 @@ class PolicyChecker:
         return self.locate(tj, runtime, jobset_findings(self.policies, trainjob, prepared,
                                                         jobset), prepared)
 
+    def views_suffice(self) -> bool:
+        """Whether a JobSet's policy view (`CompileOptions.policy_view`) gives its
+        violations: no pack that checks JobSets reads what the view leaves out."""
+        if self._views is None:
+            self._views = all(viewed.reads_in_view(pack.reads)
+                              for pack in self.policies.packs
+                              if self.policies.applicable(pack, "JobSet"))
+        return self._views
+
+    def jobset_view(self, tj: Document, trainjob: Obj, runtime: Document,
+                    prepared: PreparedRuntime, view: Obj) -> list[Diagnostic] | None:
+        """`jobset` for the policy view of the JobSet (when `views_suffice`), or None when a
+        violation's field holds what the view leaves out: compile in full and call
+        `jobset`."""
+        findings = jobset_findings(self.policies, trainjob, prepared, view)
+        if not all(viewed.holds_in_view(f.violation.path) for f in findings):
+            return None
+        return self.locate(tj, runtime, findings, prepared)
+
     def locate(self, tj: Document, runtime: Document, findings: Sequence[Finding],
                prepared: PreparedRuntime | None = None) -> list[Diagnostic]:
         """Diagnostics of a TrainJob's JobSet findings: at the runtime when its template wrote
@@ -75,6 +104,9 @@ class PolicyChecker:
         for f in findings:
             if f.from_runtime:
                 out.append(self._in_runtime(runtime, f.violation))
+                continue
+            if f.traced is not None:
+                out.append(_with(f.violation, tj.locate(f.traced), object_ref(tj.data)))
                 continue
             if explainer is None:
                 from compiler.explain.explainer import Explainer  # only a traced finding needs it
@@ -118,7 +150,48 @@ def _from_runtime(path: Path, jobset: Obj, prepared: PreparedRuntime) -> bool:
     """Whether the JobSet holds at `path` exactly what the runtime's template holds."""
     if len(path) < 2 or path[0] != "spec":
         return False
-    return bool(get_path(jobset, *path) == get_path(prepared.spec, *path[1:]))
+    rest = path[1:]
+    return bool(_at(jobset.get("spec"), rest) == _at(prepared.spec, rest))
+
+
+_CONTAINERS = ("template", "spec", "template", "spec", "containers")
+TRAINER_IMAGE: Path = ("spec", "trainer", "image")
+
+
+def _trainer_image(path: Path, jobset: Obj, trainjob: Obj) -> Path | None:
+    """`spec.trainer.image` when `path` is the image of a `node` container of the trainer
+    replicatedJob and the TrainJob sets an image: the JobSet builder writes it there from
+    that field, as the last writer of that path or any path above it (the builder's
+    `_trainer_overrides`, which records `jobset.IMAGE`), so `tjc explain` traces it to that
+    field; None otherwise. `tests/test_policy_locate.py` compares this with the traced
+    compile."""
+    if len(path) != 10 or path[:2] != ("spec", "replicatedJobs") or path[3:8] != \
+            _CONTAINERS or path[9] != "image":
+        return None
+    job = _at(jobset.get("spec"), path[1:3])
+    labels = get_path(job, "template", "metadata", "labels")
+    container = _at(job, path[3:9])
+    trainer = get_path(trainjob, "spec", "trainer")
+    if not (isinstance(labels, dict) and labels.get(ANCESTOR_LABEL) == TRAINER
+            and isinstance(container, dict) and container.get("name") == NODE
+            and isinstance(trainer, dict) and trainer.get("image") is not None
+            and container.get("image") == trainer["image"]):
+        return None
+    return TRAINER_IMAGE
+
+
+def _at(value: Any, keys: Path) -> Any:
+    """`get_path(value, *keys)` without unpacking the keys (this runs for every violation of
+    every JobSet)."""
+    for key in keys:
+        if isinstance(value, dict):
+            value = value.get(key)
+        elif isinstance(value, list) and isinstance(key, int) and \
+                -len(value) <= key < len(value):
+            value = value[key]
+        else:
+            return None
+    return value
 
 
 def _traced(path: Path, jobset: Obj, explainer: Explainer, tj: Document) -> Location:

@@ -75,6 +75,7 @@ class PolicySet:
         self.today = today or datetime.datetime.now(datetime.UTC).date()
         self._memo: dict[tuple[str, tuple[str, ...], str], tuple[Violation, ...]] = {}
         self._applicable: dict[tuple[str, str, frozenset[str]], list[Rule]] = {}
+        self._kinds: dict[str, bool] = {}
         self.evaluations = 0
         self.errors: list[Diagnostic] = []
         self._reported: set[tuple[str, str]] = set()
@@ -85,8 +86,10 @@ class PolicySet:
 
     def check(self, kind: str, obj: Obj, trainjob: Obj | None = None) -> list[Violation]:
         """Every violation of one document (a JobSet with the TrainJob it came from)."""
-        full: Obj | None = None
         found: list[Violation] = []
+        if not self._checks(kind):
+            return found  # (no rule applies to TrainJobs themselves)
+        full: Obj | None = None
         for pack in self.packs:
             rules = self._rules(pack, kind, self.skip)
             if not rules:
@@ -106,19 +109,34 @@ class PolicySet:
     def _planned(self, pack: Pack, rules: list[Rule], full: Obj) -> tuple[Violation, ...]:
         """The violations by the rules' compiled plans; CUE decides inputs they do not."""
         plans = pack.plans or {}
+        settings = pack.settings
+        found: list[Violation] = []
         try:
-            return tuple(Violation(rule, tuple(p for p in path if isinstance(p, (str, int))),
-                                   message or rule.message)
-                         for rule in rules for path, message in plans[rule.id](full,
-                                                                                pack.settings))
+            for rule in rules:
+                # a plan's paths are made of the views' paths and field names: strings and
+                # integers only, as the filter on CUE's paths leaves them (`_violations`)
+                found += [Violation(rule, tuple(path), message or rule.message)
+                          for path, message in plans[rule.id](full, settings)]
         except Fallback:
             return self._evaluate(pack, rules, prune(full, pack.reads))
+        return tuple(found)
 
     def _exempt(self, v: Violation, meta: Obj) -> Violation:
         decision = self.exemptions.decide(v.rule.id, v.rule.severity, meta, self.today)
         if not decision.kind and not decision.remark:
             return v
         return Violation(v.rule, v.path, v.message, decision)
+
+    def _checks(self, kind: str) -> bool:
+        """Whether any rule (not skipped this run) applies to this kind."""
+        known = self._kinds.get(kind)
+        if known is None:
+            known = self._kinds[kind] = any(self.applicable(p, kind) for p in self.packs)
+        return known
+
+    def applicable(self, pack: Pack, kind: str) -> bool:
+        """Whether any rule of the pack (not skipped this run) applies to this kind."""
+        return bool(self._rules(pack, kind, self.skip))
 
     def _rules(self, pack: Pack, kind: str, skips: frozenset[str]) -> list[Rule]:
         key = (pack.name, kind, skips)

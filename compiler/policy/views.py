@@ -29,51 +29,6 @@ def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def replicated_jobs(kind: str, obj: Obj) -> list[tuple[Path, Obj]]:
-    """(path, replicatedJob) of a JobSet or a runtime's JobSet template."""
-    base = _JOBS.get(kind)
-    spec = get_path(obj, *base) if base is not None else None
-    if base is None or not isinstance(spec, dict):
-        return []
-    return [((*base, "replicatedJobs", i), job)
-            for i, job in enumerate(_list(spec.get("replicatedJobs"))) if isinstance(job, dict)]
-
-
-def _pod_path(job_path: Path) -> Path:
-    return (*job_path, "template", "spec", "template", "spec")
-
-
-def pods(jobs: list[tuple[Path, Obj]]) -> list[Obj]:
-    """Every pod template spec, with its path and replicatedJob name."""
-    out = []
-    for path, job in jobs:
-        spec = get_path(job, "template", "spec", "template", "spec")
-        ancestor = get_path(job, "template", "metadata", "labels", ANCESTOR_LABEL)
-        if isinstance(spec, dict):
-            out.append({"path": list(_pod_path(path)), "jobPath": list(path),
-                        "job": str(job.get("name", "")),
-                        "ancestor": ancestor if isinstance(ancestor, str) else "", "spec": spec})
-    return out
-
-
-def containers(jobs: list[tuple[Path, Obj]]) -> list[Obj]:
-    """Every container and init container of every pod template."""
-    out = []
-    for path, job in jobs:
-        ancestor = get_path(job, "template", "metadata", "labels", ANCESTOR_LABEL)
-        pod = get_path(job, "template", "spec", "template", "spec")
-        for field, init in (("initContainers", True), ("containers", False)):
-            for i, container in enumerate(_list(_dict(pod).get(field))):
-                if isinstance(container, dict):
-                    out.append({"path": [*_pod_path(path), field, i],
-                                "job": str(job.get("name", "")),
-                                "ancestor": ancestor if isinstance(ancestor, str) else "",
-                                "init": init, "container": container,
-                                **_quantities(container),
-                                "pod": pod})
-    return out
-
-
 @lru_cache(maxsize=4096)
 def _canonical(value: Any) -> str:
     try:
@@ -108,21 +63,6 @@ def _gpus(container: Obj) -> int:
     return 0
 
 
-def summary(jobs: list[tuple[Path, Obj]]) -> Obj:
-    """Totals of a JobSet: trainer nodes, GPUs over all pods, replicatedJobs."""
-    nodes, gpus, count = 0, 0, 0
-    for _, job in jobs:
-        count += 1
-        spec = _dict(get_path(job, "template", "spec"))
-        pod_count = int(job.get("replicas") or 1) * int(spec.get("parallelism") or 1)
-        pod = _dict(get_path(job, "template", "spec", "template", "spec"))
-        gpus += pod_count * sum(_gpus(c) for c in _list(pod.get("containers"))
-                                if isinstance(c, dict))
-        if get_path(job, "template", "metadata", "labels", ANCESTOR_LABEL) == "trainer":
-            nodes += pod_count
-    return {"numNodes": nodes, "gpus": gpus, "replicatedJobs": count}
-
-
 def _meta(obj: Obj) -> Obj:
     meta = _dict(obj.get("metadata"))
     return {"name": str(meta.get("name", "")), "namespace": str(meta.get("namespace") or ""),
@@ -131,10 +71,51 @@ def _meta(obj: Obj) -> Obj:
 
 
 def policy_input(kind: str, obj: Obj, trainjob: Obj | None = None) -> Obj:
-    """The `input` a rule sees for one document (a JobSet also gets its TrainJob)."""
-    jobs = replicated_jobs(kind, obj)
-    out: Obj = {"kind": kind, "object": obj, "pods": pods(jobs), "containers": containers(jobs)}
+    """The `input` a rule sees for one document (a JobSet also gets its TrainJob): every pod
+    template, every container and (for a JobSet) the totals, in one pass over the
+    replicatedJobs."""
+    pods: list[Obj] = []
+    containers: list[Obj] = []
+    totals = [0, 0, 0]  # trainer nodes, GPUs over all pods, replicatedJobs
+    base = _JOBS.get(kind)
+    spec = get_path(obj, *base) if base is not None else None
+    if base is not None and isinstance(spec, dict):
+        for i, job in enumerate(_list(spec.get("replicatedJobs"))):
+            if isinstance(job, dict):
+                _job(kind, (*base, "replicatedJobs", i), job, pods, containers, totals)
+    out: Obj = {"kind": kind, "object": obj, "pods": pods, "containers": containers}
     if kind == "JobSet":
         out["trainJob"] = _meta(trainjob or {})
-        out["summary"] = summary(jobs)
+        out["summary"] = {"numNodes": totals[0], "gpus": totals[1], "replicatedJobs": totals[2]}
     return out
+
+
+def _job(kind: str, path: Path, job: Obj, pods: list[Obj], containers: list[Obj],
+         totals: list[int]) -> None:
+    """One replicatedJob's pod template and containers, and (for a JobSet) its share of the
+    totals."""
+    template = _dict(job.get("template"))
+    job_spec = template.get("spec")
+    pod = _dict(job_spec).get("template")
+    pod = _dict(pod).get("spec")
+    ancestor = _dict(_dict(template.get("metadata")).get("labels")).get(ANCESTOR_LABEL)
+    ancestor = ancestor if isinstance(ancestor, str) else ""
+    name = str(job.get("name", ""))
+    pod_path = (*path, "template", "spec", "template", "spec")
+    if isinstance(pod, dict):
+        pods.append({"path": list(pod_path), "jobPath": list(path), "job": name,
+                     "ancestor": ancestor, "spec": pod})
+        for field, init in (("initContainers", True), ("containers", False)):
+            for i, container in enumerate(_list(pod.get(field))):
+                if isinstance(container, dict):
+                    containers.append({"path": [*pod_path, field, i], "job": name,
+                                       "ancestor": ancestor, "init": init,
+                                       "container": container, **_quantities(container),
+                                       "pod": pod})
+    if kind == "JobSet":
+        totals[2] += 1
+        pod_count = int(job.get("replicas") or 1) * int(_dict(job_spec).get("parallelism") or 1)
+        totals[1] += pod_count * sum(_gpus(c) for c in _list(_dict(pod).get("containers"))
+                                     if isinstance(c, dict))
+        if ancestor == "trainer":
+            totals[0] += pod_count

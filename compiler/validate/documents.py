@@ -18,6 +18,7 @@ from compiler.common.diagnostics import Diagnostic, ObjectRef, Severity, error, 
 from compiler.common.jsondata import Obj
 from compiler.core import admission, webhook
 from compiler.core.compile import compile_defaulted
+from compiler.core.context import CompileOptions
 from compiler.core.resolve import (
     ObjectKey,
     RuntimeKey,
@@ -33,6 +34,8 @@ from compiler.validate import quirks
 
 if TYPE_CHECKING:
     from compiler.policy.check import PolicyChecker
+
+POLICY_VIEW = CompileOptions(policy_view=True)
 
 
 @dataclass
@@ -145,8 +148,16 @@ class Validator:
         """`trainjob`, then (when valid) the policies of the JobSet it compiles to."""
         found, data = self.check_trainjob(doc)
         entry = self._policy_entry(found, data)
-        if entry is None:
+        if entry is None or self.policies is None:
             return found
+        if self.policies.views_suffice():  # compiled only to be checked: its policy view
+            compiled = compile_defaulted(data, entry.get(), options=POLICY_VIEW)
+            jobset = next((o for o in compiled.objects if o.get("kind") == "JobSet"), None)
+            if has_errors(compiled.diagnostics) or jobset is None:
+                return found
+            located = self.policies.jobset_view(doc, data, entry.doc, entry.get(), jobset)
+            if located is not None:
+                return found + located
         compiled = compile_defaulted(data, entry.get())
         if has_errors(compiled.diagnostics):
             return found

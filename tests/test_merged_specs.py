@@ -1,0 +1,75 @@
+"""What runtime patches merge a runtime's spec to is remembered per runtime (`MergedSpecs`),
+and a compile that finds it there gives what a compile that merges afresh gives."""
+
+from __future__ import annotations
+
+import marshal
+
+from bench.corpus import corpus
+from compiler.common.jsondata import Obj, copy_json
+from compiler.core.compile import (
+    CompileResult,
+    PreparedRuntime,
+    compile_trainjob,
+    prepare_runtime,
+)
+from compiler.core.resolve import RuntimeKey, runtime_key, wanted_key
+from compiler.io.builtin import builtin_runtimes
+
+
+def _runtimes(repo: list[Obj]) -> dict[RuntimeKey, Obj]:
+    docs = [*(d.data for d in builtin_runtimes()), *repo]
+    return {runtime_key(doc): doc for doc in docs}
+
+
+def _patched_jobs(n: int) -> list[tuple[Obj, Obj]]:
+    repo, jobs = corpus(n, seed=5)
+    table = _runtimes(repo)
+    out = []
+    for job in jobs:
+        key = wanted_key(job)
+        patches = job.get("spec", {}).get("runtimePatches") or []
+        if isinstance(key, RuntimeKey) and key in table and any(
+                "spec" in ((p.get("trainingRuntimeSpec") or {}).get("template") or {})
+                for p in patches if isinstance(p, dict)):
+            out.append((job, table[key]))
+    return out
+
+
+def _same(a: CompileResult, b: CompileResult) -> None:
+    assert a.objects == b.objects and a.diagnostics == b.diagnostics
+
+
+def test_a_remembered_merge_gives_what_a_fresh_merge_gives() -> None:
+    jobs = _patched_jobs(400)
+    assert len(jobs) > 20
+    shared: dict[int, PreparedRuntime] = {}
+    hits = 0
+    for job, runtime in jobs:
+        prepared = shared.setdefault(id(runtime), prepare_runtime(runtime))
+        remembered = len(prepared.merged._memo)
+        first = compile_trainjob(job, prepared)
+        hits += len(prepared.merged._memo) == remembered
+        fresh = compile_trainjob(job, prepare_runtime(runtime))
+        _same(first, fresh)
+        for obj in first.objects:  # what a compile returns is its caller's to change
+            obj.clear()
+        _same(compile_trainjob(job, prepared), fresh)
+    assert hits > len(jobs) // 4  # repositories repeat their patches
+
+
+def test_patches_that_differ_do_not_share_an_entry() -> None:
+    job, runtime = _patched_jobs(400)[0]
+    prepared = prepare_runtime(runtime)
+    variant = copy_json(job)
+    template = variant["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]["template"]
+    jobs = template["spec"].setdefault("replicatedJobs", [{"name": "node"}])
+    pod = jobs[0].setdefault("template", {}).setdefault("spec", {}).setdefault(
+        "template", {}).setdefault("spec", {})
+    pod["nodeSelector"] = {"pool": "other-pool"}
+    _same(compile_trainjob(job, prepared), compile_trainjob(job, prepare_runtime(runtime)))
+    _same(compile_trainjob(variant, prepared),
+          compile_trainjob(variant, prepare_runtime(runtime)))
+    assert compile_trainjob(job, prepared).objects != compile_trainjob(variant, prepared).objects
+    assert marshal.dumps([{"a": 1}]) != marshal.dumps([{"a": True}]) != \
+        marshal.dumps([{"a": 1.0}])
