@@ -106,9 +106,13 @@ class DirWriter:
         problem = self._may_replace(rel)
         if problem:
             return [problem]
-        self.plan.written.append(rel)
         if not self.dry_run:
-            _atomic_write(self.root, rel, body)
+            try:
+                _atomic_write(self.root, rel, body)
+            except OSError as exc:  # a name too long for the file system, a full disk
+                return [error("TJC-OUTPUT-WRITE", f"cannot write {self.root / rel}: "
+                              f"{exc.strerror or exc}")]
+        self.plan.written.append(rel)
         self.manifest[rel] = Entry(_sha256(body), self.inputs)
         return []
 
@@ -123,6 +127,9 @@ class DirWriter:
                 found += self._prune(rel, entry)
             if not self.dry_run:
                 _atomic_write(self.root, MANIFEST, _manifest_text(self.manifest))
+        except OSError as exc:
+            found.append(error("TJC-OUTPUT-WRITE", f"cannot update {exc.filename or self.root}: "
+                               f"{exc.strerror or exc}").at(self.where))
         finally:
             self.release()
         return found
@@ -257,9 +264,10 @@ def _read_start(path: Path) -> bytes | None:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # a folder or a FIFO: not a file tjc wrote
+        os.close(fd)
+        return None
     with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
         return handle.read(len(HEADER))
 
 
