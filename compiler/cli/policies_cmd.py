@@ -45,10 +45,10 @@ def register(verbs: Any) -> None:
 
 
 def _packs(args: argparse.Namespace) -> list[Any]:
-    from compiler.cli.policy_opts import load_packs
+    from compiler.cli.policy_opts import load_packs, policy_paths
     from compiler.policy.packs import pack_files
 
-    return load_packs(pack_files([Path(p) for p in args.policy],
+    return load_packs(pack_files(policy_paths(args.policy),
                                  builtin=not args.no_default_policies))
 
 

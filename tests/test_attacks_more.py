@@ -1,0 +1,159 @@
+"""More inputs, options and surroundings that once gave a traceback, a hang or unbounded memory:
+each now gives one located line and a documented exit code."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from compiler.cli.main import main
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = (ROOT / "examples" / "jax-mnist.yaml").read_text()
+
+
+def tjc(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main([*args[:1], "-q", "--no-default-policies", *args[1:]])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_a_folder_or_fifo_where_an_output_file_goes(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    job, out = tmp_path / "job.yaml", tmp_path / "out"
+    job.write_text(EXAMPLE)
+    (out / "default" / "jax-mnist.yaml").mkdir(parents=True)
+    os.mkfifo(out / "default" / "jax-mnist.json")
+    for fmt in ("yaml", "json"):
+        code, _, err = tjc(["render", str(job), "--output-dir", str(out), "-o", fmt], capsys)
+        assert code == 1 and err == f"{job}:5:9: error: {out}/default/jax-mnist.{fmt} exists " \
+            "and was not written by tjc render (no tjc marker); not overwritten " \
+            "[TJC-OUTPUT-EXISTS]\n"
+
+
+def test_an_output_file_the_file_system_refuses(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A 253-character name is a valid TrainJob name with --no-validate, and 5 characters too
+    long for a file name (NAME_MAX 255) once `.yaml` is added."""
+    name = ".".join(["a" * 63] * 4)[:253]
+    job, out = tmp_path / "job.yaml", tmp_path / "out"
+    job.write_text(EXAMPLE.replace("name: jax-mnist", f"name: {name}"))
+    code, _, err = tjc(["render", str(job), "--output-dir", str(out), "--no-validate"], capsys)
+    assert code == 1 and err.startswith(f"{job}:5:9: error: cannot write {out}/default/{name}")
+    assert err.endswith(": File name too long [TJC-OUTPUT-WRITE]\n") and err.count("\n") == 1
+    assert os.listdir(out / "default") == []  # the temporary file is gone
+    assert '"files": {}' in (out / ".tjc-render-manifest").read_text()
+
+
+def _bomb(levels: int = 7) -> str:
+    """A YAML alias bomb: 10**levels values from a few hundred characters."""
+    lines = ["a0: &a0 [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]"]
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]"
+              for i in range(1, levels)]
+    return "\n".join(lines) + "\n"
+
+
+def _krm(stdin: str, capsys: pytest.CaptureFixture[str],
+         monkeypatch: pytest.MonkeyPatch) -> tuple[int, str, str]:
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(stdin.encode())))
+    code = main(["krm"])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+RESOURCE_LIST = "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\n"
+
+
+@pytest.mark.parametrize(("stdin", "expected"), [
+    # an alias bomb expanded by PyYAML's plain loader: minutes and gigabytes before
+    (RESOURCE_LIST + _bomb() + "items: []\n",
+     "<stdin>:1:1: error: YAML aliases expand to more than 1000000 values [TJC-INPUT-ALIAS]\n"),
+    # libyaml's message spanned three lines
+    ("a: [\n", "<stdin>:2:1: error: cannot parse YAML: did not find expected node content "
+     "[TJC-INPUT-SYNTAX]\n"),
+    # policyValues as YAML text that does not parse: a traceback
+    (RESOURCE_LIST + "items: []\nfunctionConfig: {kind: ConfigMap, data: {policyValues: "
+     "'a: ['}}\n", "tjc krm: error: functionConfig: policyValues: cannot parse YAML: did not "
+     "find expected node content\n"),
+    (RESOURCE_LIST + "items: []\nfunctionConfig:\n  kind: ConfigMap\n  data:\n"
+     "    policyValues: |\n" + "".join(f"      {line}\n" for line in _bomb().splitlines()),
+     "tjc krm: error: functionConfig: policyValues: YAML aliases expand to more than 1000000 "
+     "values\n"),
+    ("apiVersion: v1\nkind: List\nitems: []\n",
+     "tjc krm: error: input is not a ResourceList of config.kubernetes.io/v1\n"),
+])
+def test_krm_input_that_does_not_parse(stdin: str, expected: str,
+                                       capsys: pytest.CaptureFixture[str],
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _krm(stdin, capsys, monkeypatch) == (2, "", expected)
+
+
+def test_krm_dates_stay_strings(capsys: pytest.CaptureFixture[str],
+                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """As kubectl reads them (sigs.k8s.io/yaml): `2024-01-01` is a string, printed quoted so
+    the next function in the pipeline does not take it for a timestamp."""
+    item = "{apiVersion: v1, kind: ConfigMap, metadata: {name: x}, data: {day: 2024-01-01}}"
+    code, out, _ = _krm(RESOURCE_LIST + f"items: [{item}]\n"
+                        "functionConfig: {kind: X, spec: {defaultPolicies: false}}\n",
+                        capsys, monkeypatch)
+    assert code == 0 and '    day: "2024-01-01"\n' in out
+
+
+@pytest.mark.parametrize("kind", ["zero", "fifo", "bomb", "list", "broken"])
+def test_policy_values_that_are_not_usable(
+        kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--policy-values /dev/zero read without a bound (memory and time without end, deaf to
+    Ctrl-C); an alias bomb expanded; a list got a message about apiVersion and kind."""
+    job = tmp_path / "job.yaml"
+    job.write_text(EXAMPLE)
+    values = {"zero": "/dev/zero", "fifo": str(tmp_path / "fifo"),
+              "bomb": str(tmp_path / "bomb.yaml"), "list": str(tmp_path / "list.yaml"),
+              "broken": str(tmp_path / "broken.yaml")}[kind]
+    (tmp_path / "bomb.yaml").write_text(_bomb())
+    (tmp_path / "list.yaml").write_text("- 1\n")
+    (tmp_path / "broken.yaml").write_text("resources: {maxNumNodes: [\n")
+    if kind == "fifo":
+        _feed(tmp_path / "fifo", b"x" * (65 << 20))
+    expected = {
+        "zero": "/dev/zero:1:1: error: policy values: /dev/zero is larger than 64 MiB",
+        "fifo": f"{values}:1:1: error: policy values: {values} is larger than 64 MiB",
+        "bomb": f"{values}:1:1: error: policy values: YAML aliases expand to more than "
+                "1000000 values",
+        "list": f"{values}:1:1: error: policy values must be a mapping (such as resources: "
+                "{maxNumNodes: 16})",
+        "broken": f"{values}:2:1: error: policy values: cannot parse YAML: did not find "
+                  "expected node content"}[kind]
+    code = main(["validate", str(job), "--policy-values", values])
+    out, err = capsys.readouterr()
+    assert (code, out, err) == (2, "", expected + " [TJC-POLICY-SETUP]\n")
+
+
+def _feed(path: Path, data: bytes) -> None:
+    os.mkfifo(path)
+
+    def write() -> None:
+        with contextlib.suppress(BrokenPipeError), open(path, "wb") as handle:
+            handle.write(data)
+
+    threading.Thread(target=write, daemon=True).start()
+
+
+@pytest.mark.parametrize("verb", [["validate", "JOB"], ["render", "JOB"], ["policies", "list"]])
+def test_a_policy_path_that_is_no_folder_nor_file(
+        verb: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--policy /dev/zero (or a FIFO) applied no pack at all, silently, exit 0."""
+    job = tmp_path / "job.yaml"
+    job.write_text(EXAMPLE)
+    os.mkfifo(tmp_path / "fifo")
+    for odd in ("/dev/zero", str(tmp_path / "fifo")):
+        args = [str(job) if a == "JOB" else a for a in verb]
+        code = main([*args, "--policy", odd])
+        out, err = capsys.readouterr()
+        assert (code, out) == (2, "")
+        assert err == f"error: --policy {odd}: expected a folder of .cue files or a .cue " \
+            "file [TJC-POLICY-SETUP]\n"
