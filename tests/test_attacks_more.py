@@ -157,3 +157,82 @@ def test_a_policy_path_that_is_no_folder_nor_file(
         assert (code, out) == (2, "")
         assert err == f"error: --policy {odd}: expected a folder of .cue files or a .cue " \
             "file [TJC-POLICY-SETUP]\n"
+
+
+UNREACHABLE = """apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}}]
+users: [{name: u, user: {token: abc}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+"""
+
+
+@pytest.mark.parametrize(("kubeconfig", "expected"), [
+    ("/dev/zero", "kubeconfig /dev/zero is not a regular file"),  # was read without end
+    ("FIFO", "kubeconfig FIFO is not a regular file"),
+    ("DIR", "kubeconfig DIR is not a regular file"),
+    ("JOB", "cannot use kubeconfig JOB: Invalid kube-config file. Expected key current-context "
+     "in JOB"),
+    ("LIST", "cannot use kubeconfig LIST: not a kubeconfig (a mapping of clusters, users, "
+     "contexts, current-context)"),
+    ("MISSING", "cannot use kubeconfig MISSING: Invalid kube-config file. No configuration "
+     "found."),
+])
+def test_controller_without_a_usable_kubeconfig(
+        kubeconfig: str, expected: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each was a traceback (or a hang) at start-up; now one line and exit 2."""
+    names = {"FIFO": tmp_path / "fifo", "DIR": tmp_path, "JOB": tmp_path / "job.yaml",
+             "LIST": tmp_path / "list.yaml", "MISSING": tmp_path / "home" / ".kube" / "config"}
+    os.mkfifo(names["FIFO"])
+    names["JOB"].write_text(EXAMPLE)
+    names["LIST"].write_text("- 1\n")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    path = str(names.get(kubeconfig, kubeconfig))
+    args = [] if kubeconfig == "MISSING" else ["--kubeconfig", path]
+    expected = expected.replace(kubeconfig, "~/.kube/config" if kubeconfig == "MISSING"
+                                else path, 1).replace(kubeconfig, path)
+    code = main(["controller", "--no-default-policies", *args])
+    out, err = capsys.readouterr()
+    assert (code, out, err) == (2, "", f"tjc controller: error: {expected}\n")
+
+
+@pytest.mark.parametrize(("flag", "value"), [
+    ("--workers", "0"), ("--workers", "-3"), ("--workers", "x"), ("--metrics-port", "99999"),
+    ("--metrics-port", "-1")])
+def test_controller_numbers_out_of_range(flag: str, value: str,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """--metrics-port 99999 was an OverflowError traceback once running; --workers 0 ran one."""
+    with pytest.raises(SystemExit) as stop:
+        main(["controller", flag, value])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and err.splitlines()[-1] == f"tjc controller: error: argument " \
+        f"{flag}: expected an integer from {1 if flag == '--workers' else 0} to " \
+        f"{1024 if flag == '--workers' else 65535}, got '{value}'"
+
+
+def test_controller_metrics_port_taken(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A port another process holds was an OSError traceback."""
+    import signal
+    import socket
+
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(UNREACHABLE)
+    taken = socket.socket()
+    taken.bind(("", 0))
+    taken.listen()
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    try:
+        port = taken.getsockname()[1]
+        code = main(["controller", "--no-default-policies", "--kubeconfig", str(kubeconfig),
+                     "--metrics-port", str(port)])
+    finally:
+        taken.close()
+        signal.signal(signal.SIGINT, before[0])
+        signal.signal(signal.SIGTERM, before[1])
+    out, err = capsys.readouterr()
+    assert (code, out, err) == (2, "", f"tjc controller: error: cannot serve metrics on port "
+                                f"{port}: Address already in use\n")
