@@ -236,3 +236,17 @@ def test_controller_metrics_port_taken(tmp_path: Path, capsys: pytest.CaptureFix
     out, err = capsys.readouterr()
     assert (code, out, err) == (2, "", f"tjc controller: error: cannot serve metrics on port "
                                 f"{port}: Address already in use\n")
+
+
+@pytest.mark.parametrize("value", ["-1", "0", "nan", "inf", "x"])
+def test_run_timeout_must_be_seconds(value: str, tmp_path: Path,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """--timeout -1 failed the JobSet at once ('deadline of -1s exceeded'), nan and inf ran
+    without one: a usage error now, before anything runs."""
+    job = tmp_path / "job.yaml"
+    job.write_text(EXAMPLE)
+    with pytest.raises(SystemExit) as stop:
+        main(["run", "--local", str(job), f"--timeout={value}"])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and err.splitlines()[-1] == "tjc run: error: argument " \
+        f"--timeout: expected a number of seconds above 0, got '{value}'"
