@@ -250,3 +250,27 @@ def test_run_timeout_must_be_seconds(value: str, tmp_path: Path,
     err = capsys.readouterr().err
     assert stop.value.code == 2 and err.splitlines()[-1] == "tjc run: error: argument " \
         f"--timeout: expected a number of seconds above 0, got '{value}'"
+
+
+def test_controller_a_runtime_the_compiler_cannot_take_is_an_event() -> None:
+    """A ClusterTrainingRuntime whose spec is no mapping (what a schema-less copy of the CRD
+    would store) raised AttributeError out of the reconcile: retried, but the tenant saw
+    nothing. Now it is a TrainJobResourcesCreationFailed event, then the same retry."""
+    from compiler.controller.kube import CLUSTER_RUNTIME, JOBSET, TRAINJOB
+    from compiler.controller.reconcile import ReconcileError, Reconciler
+    from tests.test_controller_units import FakeKube, FakeStore, _trainjob
+
+    kube = FakeKube()
+    kube.put(CLUSTER_RUNTIME, {"apiVersion": "trainer.kubeflow.org/v1alpha1",
+                               "kind": "ClusterTrainingRuntime",
+                               "metadata": {"name": "torch-distributed",
+                                            "uid": "uid-of-a-bad-runtime"}, "spec": 5})
+    kube.put(TRAINJOB, _trainjob(trainer={"numNodes": 1}))
+    events: list[tuple[str, str]] = []
+    reconciler = Reconciler(kube, FakeStore(kube, TRAINJOB), FakeStore(kube, JOBSET),  # type: ignore[arg-type]
+                            lambda ns, name: None,  # type: ignore[arg-type,return-value]
+                            lambda _, reason, note: events.append((reason, note)))
+    with pytest.raises(ReconcileError, match=r"^AttributeError: "):
+        reconciler.reconcile(("ns", "j"))
+    assert [reason for reason, _ in events] == ["TrainJobResourcesCreationFailed"]
+    assert events[0][1].startswith("TrainJob resources reconciliation failed: AttributeError: ")
