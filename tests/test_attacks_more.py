@@ -274,3 +274,30 @@ def test_controller_a_runtime_the_compiler_cannot_take_is_an_event() -> None:
         reconciler.reconcile(("ns", "j"))
     assert [reason for reason, _ in events] == ["TrainJobResourcesCreationFailed"]
     assert events[0][1].startswith("TrainJob resources reconciliation failed: AttributeError: ")
+
+
+def test_runtimes_escape_what_the_runtime_author_wrote(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A runtime's name, labels and images reached the terminal raw: an escape sequence (a
+    window title, colours) ran, a newline forged a table row, and in `show` the name's second
+    line left the `#` comment, so the YAML printed carried text of the runtime author's."""
+    runtime = tmp_path / "rt.yaml"
+    runtime.write_text(
+        "apiVersion: trainer.kubeflow.org/v1alpha1\nkind: ClusterTrainingRuntime\n"
+        'metadata: {name: "evil\\nkind: Secret", labels: {trainer.kubeflow.org/framework: '
+        '"\\e]0;pwn\\a"}}\nspec: {template: {spec: {replicatedJobs: [{name: node, template: '
+        '{spec: {template: {spec: {containers: [{name: node, image: "a\\nb"}]}}}}}]}}}\n')
+    code = main(["runtimes", "--no-builtin-runtimes", "-q", "--runtimes", str(runtime)])
+    out, _ = capsys.readouterr()
+    assert code == 0 and out.splitlines()[1].split() == [
+        "evil\\nkind:", "Secret", "ClusterTrainingRuntime", "\\x1b]0;pwn\\x07", "-", "-", "-",
+        "a\\nb"]
+    code = main(["runtimes", "--no-builtin-runtimes", "-q", "--runtimes", str(runtime), "show",
+                 "evil\nkind: Secret"])
+    out, _ = capsys.readouterr()
+    assert code == 0 and out.startswith(f"# ClusterTrainingRuntime evil\\nkind: Secret from "
+                                        f"{runtime}\n---\napiVersion: ")
+    code = main(["runtimes", "--no-builtin-runtimes", "-q", "--runtimes", str(runtime), "show",
+                 "x"])
+    assert code == 1 and capsys.readouterr().err == "tjc runtimes: no runtime named 'x'; " \
+        "available: evil\\nkind: Secret\n"
