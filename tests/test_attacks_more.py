@@ -301,3 +301,21 @@ def test_runtimes_escape_what_the_runtime_author_wrote(
                  "x"])
     assert code == 1 and capsys.readouterr().err == "tjc runtimes: no runtime named 'x'; " \
         "available: evil\\nkind: Secret\n"
+
+
+def test_output_files_that_hold_a_private_key_are_the_owners_alone(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """With --mpi-ssh-key the files hold the Secret's private key; they were written with the
+    umask's mode (0644 under umask 022), readable by every user of the machine."""
+    old = os.umask(0o022)
+    try:
+        for key, mode in (("generate", 0o600), (None, 0o644)):
+            out = tmp_path / f"out-{key}"
+            args = ["render", str(ROOT / "examples" / "deepspeed-bert.yaml"), "--output-dir",
+                    str(out), *(["--mpi-ssh-key", key] if key else [])]
+            code, _, err = tjc(args, capsys)
+            (written,) = (out / "default").iterdir()
+            assert code == 0 and ("kind: Secret" in written.read_text()) == bool(key), err
+            assert written.stat().st_mode & 0o777 == mode
+    finally:
+        os.umask(old)
