@@ -319,3 +319,28 @@ def test_output_files_that_hold_a_private_key_are_the_owners_alone(
             assert written.stat().st_mode & 0o777 == mode
     finally:
         os.umask(old)
+
+
+def test_diff_git_blobs_are_bounded_as_files_are(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`tjc diff --git` read every blob whole whatever its size (a file on disk over the
+    bound is refused unread); the bound is lowered here so the test stays small."""
+    import subprocess
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=t", "-c",
+                        "user.email=t@t", *args], check=True, capture_output=True)
+
+    git("init", "-q")
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "jobs" / "job.yaml").write_text(EXAMPLE)
+    git("add", "-A")
+    git("commit", "-qm", "one")
+    monkeypatch.chdir(tmp_path)
+    assert main(["diff", "--git", "HEAD", "HEAD", "jobs"]) == 0
+    monkeypatch.setattr("compiler.cli.diff_sources.MAX_BYTES", 100)
+    capsys.readouterr()
+    code = main(["diff", "--git", "HEAD", "HEAD", "jobs"])
+    assert (code, capsys.readouterr().err) == (
+        2, "tjc diff: HEAD:jobs/job.yaml is larger than 0 MiB\n")
