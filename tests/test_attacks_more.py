@@ -344,3 +344,17 @@ def test_diff_git_blobs_are_bounded_as_files_are(
     code = main(["diff", "--git", "HEAD", "HEAD", "jobs"])
     assert (code, capsys.readouterr().err) == (
         2, "tjc diff: HEAD:jobs/job.yaml is larger than 0 MiB\n")
+
+
+def test_policies_test_with_a_values_header_that_is_not_yaml(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A case file's `# values:` header that does not parse was a yaml traceback."""
+    (tmp_path / "testdata").mkdir()
+    (tmp_path / "p.cue").write_text((ROOT / "compiler" / "policies" / "images.cue").read_text())
+    (tmp_path / "testdata" / "case.yaml").write_text(
+        "# rule: images.tag\n# expect: fail\n# values: {a: [\n" + EXAMPLE)
+    code = main(["policies", "test", str(tmp_path)])
+    out, err = capsys.readouterr()
+    assert (code, out) == (2, "") and err == f"tjc: a `# values:` header below " \
+        f"{tmp_path}/testdata is not YAML: expected the node content, but found " \
+        "'<stream end>'\n"
