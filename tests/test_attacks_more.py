@@ -382,3 +382,17 @@ def test_local_run_host_patterns_are_built_once(monkeypatch: pytest.MonkeyPatch)
     assert rewritten[7] == "tcp://127.0.0.1:40000 127.0.0.1"
     assert rewritten[8] == "tcp://127.0.0.1:29500 127.0.0.1"
     assert len(built) == 2
+
+
+@pytest.mark.parametrize("nodes", [1025, 2_000_000_000])
+def test_local_run_refuses_more_pods_than_a_machine_should_start(
+        nodes: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """numNodes 2000000000 is a valid TrainJob; run --local built every pod in memory and
+    would then have forked them all. Refused before anything is planned, exit 2."""
+    job = tmp_path / "job.yaml"
+    job.write_text(EXAMPLE.replace("numNodes: 2", f"numNodes: {nodes}"))
+    code = main(["run", "--local", str(job)])
+    out, err = capsys.readouterr()
+    assert (code, out) == (2, "") and err.splitlines()[-1] == "tjc: cannot run " \
+        f"default/jax-mnist locally: the JobSet has {nodes} pods; tjc run --local starts at " \
+        "most 1024 processes (lower numNodes to try the job here)"
