@@ -396,3 +396,18 @@ def test_local_run_refuses_more_pods_than_a_machine_should_start(
     assert (code, out) == (2, "") and err.splitlines()[-1] == "tjc: cannot run " \
         f"default/jax-mnist locally: the JobSet has {nodes} pods; tjc run --local starts at " \
         "most 1024 processes (lower numNodes to try the job here)"
+
+
+def test_krm_error_lines_escape_the_orchestrators_annotations(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The item's config.kubernetes.io/path annotation went raw into the stderr line: a
+    newline in it forged a second error line."""
+    job = EXAMPLE.replace("numNodes: 2", "numNodes: x").replace(
+        "  namespace: default", '  namespace: default\n  annotations:\n    '
+        'config.kubernetes.io/path: "a.yaml\\nforged.yaml:1:1: error: x"')
+    items = "".join(f"  {line}\n" for line in job.splitlines() if not line.startswith("#"))
+    code, _, err = _krm(RESOURCE_LIST + "functionConfig: {kind: X, spec: {defaultPolicies: "
+                        "false}}\nitems:\n-" + items[1:], capsys, monkeypatch)
+    assert code == 1 and err.count("\n") == 1
+    assert err.startswith("tjc krm: a.yaml\\nforged.yaml:1:1: error: x: error: TrainJob "
+                          "default/jax-mnist: spec.trainer.numNodes: ")

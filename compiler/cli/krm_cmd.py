@@ -13,7 +13,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from compiler.cli import policy_opts
-from compiler.common.diagnostics import Diagnostic
+from compiler.common.diagnostics import Diagnostic, one_line
 from compiler.core.context import CompileOptions
 from compiler.gitops import krm
 from compiler.gitops.passthrough import PassOptions
@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     sys.stdout.write(emit.to_yaml(outcome.resource_list))
     for res in outcome.resource_list["results"]:
         if res["severity"] == "error":
-            print(f"tjc krm: {_line(res)}", file=sys.stderr)
+            print(one_line(f"tjc krm: {_line(res)}"), file=sys.stderr)
     return 1 if outcome.failed else 0
 
 
