@@ -411,3 +411,17 @@ def test_krm_error_lines_escape_the_orchestrators_annotations(
     assert code == 1 and err.count("\n") == 1
     assert err.startswith("tjc krm: a.yaml\\nforged.yaml:1:1: error: x: error: TrainJob "
                           "default/jax-mnist: spec.trainer.numNodes: ")
+
+
+def test_controller_names_never_step_in_the_url_path(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """`--namespace ../x` (and a name with a slash) made a request to another URL path:
+    the flag takes a namespace name only, and a slash in a path part is escaped."""
+    from compiler.controller.kube import TRAINJOB
+
+    assert TRAINJOB.path("a/../b", "x/y", "status") == \
+        "/apis/trainer.kubeflow.org/v1alpha1/namespaces/a%2F..%2Fb/trainjobs/x%2Fy/status"
+    with pytest.raises(SystemExit) as stop:
+        main(["controller", "--namespace", "../x"])
+    assert stop.value.code == 2 and capsys.readouterr().err.splitlines()[-1].startswith(
+        "tjc controller: error: argument --namespace: '../x' is not a namespace name: ")

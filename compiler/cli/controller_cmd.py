@@ -36,7 +36,8 @@ def register(verbs: Any) -> None:
     parser.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig file (default: "
                         "in-cluster config, then $KUBECONFIG or ~/.kube/config)")
     scope = parser.add_mutually_exclusive_group()
-    scope.add_argument("--namespace", metavar="NS", help="watch one namespace only")
+    scope.add_argument("--namespace", metavar="NS", type=_namespace,
+                       help="watch one namespace only")
     scope.add_argument("--all-namespaces", action="store_true",
                        help="watch every namespace (the default)")
     parser.add_argument("--workers", type=_bounded(1, 1024), default=4, metavar="N",
@@ -64,6 +65,16 @@ def _bounded(low: int, high: int) -> Callable[[str], int]:
                                              f"got {text!r}")
         return value
     return parse
+
+
+def _namespace(text: str) -> str:
+    """An argparse type: a namespace name (DNS-1123 label); `../x` would be a URL path."""
+    from compiler.kube.objectmeta import is_dns1123_label
+
+    problems = is_dns1123_label(text)
+    if problems:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a namespace name: {problems[0]}")
+    return text
 
 
 def run(args: argparse.Namespace) -> int:

@@ -47,10 +47,10 @@ class Resource:
         """The URL path of the collection, or of one object (and a subresource)."""
         base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
         if self.namespaced and namespace:
-            base += f"/namespaces/{quote(namespace)}"
+            base += f"/namespaces/{quote(namespace, safe='')}"
         base += f"/{self.plural}"
         if name:
-            base += f"/{quote(name)}"
+            base += f"/{quote(name, safe='')}"  # a slash is no path step
         if sub:
             base += f"/{sub}"
         return base
