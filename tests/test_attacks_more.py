@@ -425,3 +425,25 @@ def test_controller_names_never_step_in_the_url_path(
         main(["controller", "--namespace", "../x"])
     assert stop.value.code == 2 and capsys.readouterr().err.splitlines()[-1].startswith(
         "tjc controller: error: argument --namespace: '../x' is not a namespace name: ")
+
+
+@pytest.mark.parametrize(("length", "fails"), [
+    (48, None),  # jax-mnist: pods <name>-node-0-1-abcde, 63 characters
+    (49, "pod names generated for this JobSet will exceed 63 characters"),
+    (57, "job names generated for this JobSet will exceed 63 characters")])
+def test_controller_a_trainjob_name_its_jobset_cannot_carry(
+        length: int, fails: str | None) -> None:
+    """A TrainJob name of up to 63 characters passes Trainer's checks, but JobSet's webhook
+    refuses Job names (`<name>-node-0`) or Pod names (`<name>-node-0-<index>-abcde`) over 63:
+    the apply failed with 422 on every retry. Now Failed once, with JobSet's own message."""
+    import yaml as pyyaml
+
+    from compiler.controller import limits
+    from compiler.core.compile import compile_trainjob
+
+    name = "j" * length
+    job = pyyaml.safe_load(EXAMPLE.replace("name: jax-mnist", f"name: {name}"))
+    runtime = pyyaml.safe_load((ROOT / "runtimes" / "jax-distributed.yaml").read_text())
+    objects = compile_trainjob(job, runtime).objects
+    found = limits.check(list(objects))
+    assert (found is None) if fails is None else (found is not None and fails in found)
