@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
+from collections.abc import Callable
 from typing import Any
 
 from compiler.cli import policy_opts
@@ -21,7 +23,8 @@ policy packs (the built-in ones unless --no-default-policies, plus --policy fold
 exemptions of --policy-values); one that fails gets the Failed condition and no JobSet.
 
 Serves Prometheus metrics on /metrics and probes on /healthz and /readyz (--metrics-port).
-exit codes: 0 stopped by a signal, 1 lost the leader lease, 2 usage error.
+exit codes: 0 stopped by a signal, 1 lost the leader lease, 2 usage error (also: no usable
+kubeconfig, the metrics port taken).
 """
 
 
@@ -33,12 +36,13 @@ def register(verbs: Any) -> None:
     parser.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig file (default: "
                         "in-cluster config, then $KUBECONFIG or ~/.kube/config)")
     scope = parser.add_mutually_exclusive_group()
-    scope.add_argument("--namespace", metavar="NS", help="watch one namespace only")
+    scope.add_argument("--namespace", metavar="NS", type=_namespace,
+                       help="watch one namespace only")
     scope.add_argument("--all-namespaces", action="store_true",
                        help="watch every namespace (the default)")
-    parser.add_argument("--workers", type=int, default=4, metavar="N",
+    parser.add_argument("--workers", type=_bounded(1, 1024), default=4, metavar="N",
                         help="TrainJobs reconciled at once (default 4)")
-    parser.add_argument("--metrics-port", type=int, default=8080, metavar="P",
+    parser.add_argument("--metrics-port", type=_bounded(0, 65535), default=8080, metavar="P",
                         help="port of /metrics, /healthz and /readyz (default 8080)")
     parser.add_argument("--leader-elect", action="store_true",
                         help="reconcile only while holding the Lease tjc-controller (in "
@@ -48,15 +52,46 @@ def register(verbs: Any) -> None:
     parser.set_defaults(func=run)
 
 
+def _bounded(low: int, high: int) -> Callable[[str], int]:
+    """An argparse type: an integer from low to high (a usage error otherwise, not a crash
+    once the controller is running)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = low - 1
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"expected an integer from {low} to {high}, "
+                                             f"got {text!r}")
+        return value
+    return parse
+
+
+def _namespace(text: str) -> str:
+    """An argparse type: a namespace name (DNS-1123 label); `../x` would be a URL path."""
+    from compiler.kube.objectmeta import is_dns1123_label
+
+    problems = is_dns1123_label(text)
+    if problems:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a namespace name: {problems[0]}")
+    return text
+
+
 def run(args: argparse.Namespace) -> int:
     """Start the controller."""
-    from compiler.controller.manager import Options
+    from compiler.controller.kube import KubeconfigError
+    from compiler.controller.manager import Options, StartupError
     from compiler.controller.manager import run as run_controller
 
     checker = policy_opts.build(args)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(message)s")
-    return run_controller(Options(kubeconfig=args.kubeconfig, namespace=args.namespace,
-                                  workers=args.workers, metrics_port=args.metrics_port,
-                                  leader_elect=args.leader_elect,
-                                  policies=checker.policies if checker else None))
+    options = Options(kubeconfig=args.kubeconfig, namespace=args.namespace,
+                      workers=args.workers, metrics_port=args.metrics_port,
+                      leader_elect=args.leader_elect,
+                      policies=checker.policies if checker else None)
+    try:
+        return run_controller(options)
+    except (KubeconfigError, StartupError) as exc:
+        print(f"tjc controller: error: {exc}", file=sys.stderr)
+        return 2

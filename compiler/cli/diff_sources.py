@@ -17,7 +17,7 @@ from pathlib import Path, PurePosixPath
 
 from compiler.common.diagnostics import Diagnostic, Severity
 from compiler.common.errors import InputError
-from compiler.io.loader import SUFFIXES, Source, read_sources
+from compiler.io.loader import MAX_BYTES, SUFFIXES, Source, read_sources
 
 
 def _problem(message: str) -> InputError:
@@ -47,9 +47,17 @@ def _check_rev(rev: str) -> None:
 def git_sources(rev: str, paths: Sequence[str]) -> list[Source]:
     """The YAML/JSON files below `paths` as they are in revision `rev`, named `rev:path`."""
     _check_rev(rev)
-    listing = _git("ls-tree", "-r", "-z", "--name-only", "--full-name", rev, "--", *paths)
-    names = sorted(n for n in listing.split("\0") if n and PurePosixPath(n).suffix in SUFFIXES
+    listing = _git("ls-tree", "-r", "-z", "-l", "--full-name", rev, "--", *paths)
+    sizes: dict[str, int] = {}
+    for entry in listing.split("\0"):  # `<mode> <type> <object> <size>\t<path>`
+        meta, _, name = entry.partition("\t")
+        if len(meta.split()) == 4 and meta.split()[1] == "blob":
+            sizes[name] = int(meta.split()[3])
+    names = sorted(n for n in sizes if PurePosixPath(n).suffix in SUFFIXES
                    and not any(p.startswith(".") for p in PurePosixPath(n).parts))
+    for name in names:  # bounded as a file on disk is
+        if sizes[name] > MAX_BYTES:
+            raise _problem(f"{rev}:{name} is larger than {MAX_BYTES >> 20} MiB")
     return [Source(f"{rev}:{name}", _git("cat-file", "blob", f"{rev}:{name}"))
             for name in names]
 

@@ -12,15 +12,14 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from compiler.cli import policy_opts
+from compiler.common.diagnostics import Diagnostic, one_line
 from compiler.core.context import CompileOptions
 from compiler.gitops import krm
 from compiler.gitops.passthrough import PassOptions
 from compiler.io import emit
 from compiler.io.builtin import builtin_runtimes
-from compiler.io.loader import read_source
+from compiler.io.loader import iter_source, read_source
 
 if TYPE_CHECKING:
     from compiler.policy.check import PolicyChecker
@@ -57,6 +56,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         items, config = krm.items_of(_read_stdin())
         cfg = krm.parse_config(config)
+    except _Unreadable as exc:
+        print(exc, file=sys.stderr)
+        return 2
     except krm.ConfigError as exc:
         print(f"tjc krm: error: {exc}", file=sys.stderr)
         return 2
@@ -71,19 +73,25 @@ def run(args: argparse.Namespace) -> int:
     sys.stdout.write(emit.to_yaml(outcome.resource_list))
     for res in outcome.resource_list["results"]:
         if res["severity"] == "error":
-            print(f"tjc krm: {_line(res)}", file=sys.stderr)
+            print(one_line(f"tjc krm: {_line(res)}"), file=sys.stderr)
     return 1 if outcome.failed else 0
 
 
+class _Unreadable(krm.ConfigError):
+    """Stdin does not parse: the loader's located line says where and why."""
+
+
 def _read_stdin() -> Any:
-    """The first document on stdin (YAML or JSON), read with the loader's size bound."""
-    try:
-        for doc in yaml.load_all(read_source("-").text, Loader=yaml.CSafeLoader):
-            if doc is not None:
-                return doc
-    except yaml.YAMLError as exc:
-        raise krm.ConfigError(f"stdin is not YAML: {exc}") from None
-    raise krm.ConfigError("no ResourceList on stdin")
+    """The first document on stdin (YAML or JSON), read by the loader, with its bounds on
+    size, depth and alias expansion; a bad document is its one located line."""
+    source = read_source("-")
+    for doc in iter_source(source):
+        if isinstance(doc, Diagnostic):
+            raise _Unreadable(doc.text())
+        return doc.data if not doc.base else None  # base: an item of a v1 List
+    if not source.text.strip():
+        raise krm.ConfigError("no ResourceList on stdin")
+    return None  # only comments, or an empty v1 List: not a ResourceList
 
 
 def _policies(cfg: krm.FunctionConfig) -> PolicyChecker | None:

@@ -10,7 +10,8 @@ edit, so it is trusted for nothing on its own: a file is overwritten or deleted 
 path passes the same checks and the file carries tjc's marker (the header, or for JSON the
 recorded hash). At the end, files this writer's inputs wrote before for TrainJobs no longer
 in them are pruned. The whole run holds an exclusive lock on DIR, so concurrent renders into
-one folder do not lose each other's manifest entries; files get the umask's mode. With
+one folder do not lose each other's manifest entries; files get the umask's mode (owner-only
+with `private`: files that may hold an SSH private key). With
 `dry_run`, nothing is written: `plan` lists what would be written and deleted.
 Called by `compiler.cli.render_cmd` only.
 """
@@ -76,8 +77,10 @@ def relative_path(namespace: str, name: str, fmt: str) -> str | None:
 class DirWriter:
     """Writes, checks ownership, prunes and records; see the module docstring."""
 
-    def __init__(self, out_dir: Path, fmt: str, inputs: str, *, dry_run: bool = False) -> None:
+    def __init__(self, out_dir: Path, fmt: str, inputs: str, *, dry_run: bool = False,
+                 private: bool = False) -> None:
         self.fmt, self.inputs, self.dry_run = fmt, inputs, dry_run
+        self.mode = 0o600 if private else 0o666  # private: files may hold an SSH private key
         self.root = _prepare(out_dir, dry_run)
         self.lock = _lock(self.root)
         try:
@@ -106,9 +109,13 @@ class DirWriter:
         problem = self._may_replace(rel)
         if problem:
             return [problem]
-        self.plan.written.append(rel)
         if not self.dry_run:
-            _atomic_write(self.root, rel, body)
+            try:
+                _atomic_write(self.root, rel, body, self.mode)
+            except OSError as exc:  # a name too long for the file system, a full disk
+                return [error("TJC-OUTPUT-WRITE", f"cannot write {self.root / rel}: "
+                              f"{exc.strerror or exc}")]
+        self.plan.written.append(rel)
         self.manifest[rel] = Entry(_sha256(body), self.inputs)
         return []
 
@@ -123,6 +130,9 @@ class DirWriter:
                 found += self._prune(rel, entry)
             if not self.dry_run:
                 _atomic_write(self.root, MANIFEST, _manifest_text(self.manifest))
+        except OSError as exc:
+            found.append(error("TJC-OUTPUT-WRITE", f"cannot update {exc.filename or self.root}: "
+                               f"{exc.strerror or exc}").at(self.where))
         finally:
             self.release()
         return found
@@ -257,9 +267,10 @@ def _read_start(path: Path) -> bytes | None:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # a folder or a FIFO: not a file tjc wrote
+        os.close(fd)
+        return None
     with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
         return handle.read(len(HEADER))
 
 
@@ -278,13 +289,14 @@ def _umask() -> int:
     return mask
 
 
-def _atomic_write(root: Path, rel: str, text: str) -> None:
-    """Write through a temporary file and a rename, with the umask's mode (not mkstemp's)."""
+def _atomic_write(root: Path, rel: str, text: str, mode: int = 0o666) -> None:
+    """Write through a temporary file and a rename, with `mode` less the umask (not
+    mkstemp's mode)."""
     target = root / rel
     target.parent.mkdir(exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tjc-")
     try:
-        os.fchmod(fd, 0o666 & ~_umask())
+        os.fchmod(fd, mode & ~_umask())
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
         os.replace(tmp, target)

@@ -8,6 +8,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import yaml
+
+from compiler.common.diagnostics import one_line
+
 HELP = "list, show and test the CUE policy packs"
 EPILOG = """\
 examples:
@@ -45,10 +49,10 @@ def register(verbs: Any) -> None:
 
 
 def _packs(args: argparse.Namespace) -> list[Any]:
-    from compiler.cli.policy_opts import load_packs
+    from compiler.cli.policy_opts import load_packs, policy_paths
     from compiler.policy.packs import pack_files
 
-    return load_packs(pack_files([Path(p) for p in args.policy],
+    return load_packs(pack_files(policy_paths(args.policy),
                                  builtin=not args.no_default_policies))
 
 
@@ -120,7 +124,12 @@ def run_test(args: argparse.Namespace) -> int:
     try:
         found = testcases.cases(folder)
     except ValueError as exc:
-        print(f"tjc: {exc}", file=sys.stderr)
+        print(one_line(f"tjc: {exc}"), file=sys.stderr)
+        return 2
+    except yaml.YAMLError as exc:  # a case's `# values:` header
+        problem = getattr(exc, "problem", None) or str(exc)
+        print(one_line(f"tjc: a `# values:` header below {folder / 'testdata'} is not YAML: "
+                       f"{problem}"), file=sys.stderr)
         return 2
     failed = 0
     for case in found:

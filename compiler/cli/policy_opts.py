@@ -15,10 +15,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from compiler.common.diagnostics import Diagnostic, Location, Severity
-from compiler.common.errors import TjcError
+from compiler.common.errors import InputError, TjcError
+from compiler.io.loader import Source, iter_source, read_source
 
 if TYPE_CHECKING:
     from compiler.policy.check import PolicyChecker
@@ -62,31 +61,39 @@ def load_values(path: str) -> dict[str, Any]:
     from compiler.policy import cuelib
 
     file = Path(path)
+    try:  # bounded as an input file is: /dev/zero or a FIFO never fills the memory
+        text = read_source(path).text
+    except InputError as exc:
+        raise setup_problem(f"policy values: {exc.diagnostic.message}", path) from None
     try:
-        text = file.read_bytes()
-    except OSError as exc:
-        raise setup_problem(f"cannot read policy values {path}: {exc.strerror}") from None
-    try:
-        data = cuelib.Context().compile(text, path).to_json() if file.suffix == ".cue" \
-            else yaml.safe_load(text)
+        data = cuelib.Context().compile(text.encode(), path).to_json() \
+            if file.suffix == ".cue" else _yaml_values(text, path)
     except cuelib.CueError as err:
         m = err.messages[0] if err.messages else cuelib.CueMessage(str(err))
         diag = Diagnostic(Severity.ERROR, "TJC-POLICY-SETUP", f"policy values: {m.message}",
                           subject="policy")
         raise PolicySetupError([diag.at(Location(m.file or path, m.line or 1,
                                                  m.column or 1))]) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        diag = Diagnostic(Severity.ERROR, "TJC-POLICY-SETUP", f"policy values: {exc}",
-                          subject="policy")
-        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-        raise PolicySetupError([diag.at(Location(path, line, col))]) from None
     if data is None:
         return {}
     if not isinstance(data, dict):
         raise setup_problem("policy values must be a mapping (such as resources: "
                             "{maxNumNodes: 16})", path)
     return data
+
+
+def _yaml_values(text: str, path: str) -> Any:
+    """The first document of a YAML/JSON values file, read as an input file is (bounded
+    aliases and depth); a document that does not parse is its located error."""
+    for doc in iter_source(Source(path, text)):
+        if isinstance(doc, Diagnostic) and doc.rule == "TJC-INPUT-NOT-OBJECT":
+            return []  # not a mapping: the caller says what is expected
+        if isinstance(doc, Diagnostic):
+            raise PolicySetupError([Diagnostic(
+                Severity.ERROR, "TJC-POLICY-SETUP", f"policy values: {doc.message}",
+                subject="policy", locations=doc.locations)])
+        return doc.data
+    return None
 
 
 def load_packs(files: Sequence[Path], settings: dict[str, Any] | None = None) -> list[Pack]:
@@ -119,6 +126,20 @@ def skips(values: list[str]) -> list[str]:
     return [part.strip() for value in values for part in value.split(",") if part.strip()]
 
 
+def policy_paths(values: Sequence[str]) -> list[Path]:
+    """The --policy folders (or .cue files); PolicySetupError for one that is missing or
+    neither (/dev/zero, a FIFO), instead of silently applying no pack of it."""
+    folders = [Path(p) for p in values]
+    missing = [str(p) for p in folders if not p.exists()]
+    if missing:
+        raise setup_problem(f"policy folder not found: {', '.join(missing)}")
+    odd = [str(p) for p in folders if not p.is_dir() and not p.is_file()]
+    if odd:
+        raise setup_problem(f"--policy {', '.join(odd)}: expected a folder of .cue files "
+                            "or a .cue file")
+    return folders
+
+
 def build(args: argparse.Namespace, settings: dict[str, Any] | None = None
           ) -> PolicyChecker | None:
     """The policy checker the options ask for, or None when no pack is in use; `settings`
@@ -130,11 +151,8 @@ def build(args: argparse.Namespace, settings: dict[str, Any] | None = None
     from compiler.policy.engine import PolicySet
     from compiler.policy.exemptions import split
 
-    folders = [Path(p) for p in args.policy]
-    missing = [str(p) for p in folders if not p.exists()]
-    if missing:
-        raise setup_problem(f"policy folder not found: {', '.join(missing)}")
-    files = packs_mod.pack_files(folders, builtin=not args.no_default_policies)
+    files = packs_mod.pack_files(policy_paths(args.policy),
+                                 builtin=not args.no_default_policies)
     if not files:
         return None
     require_engine(load=False)

@@ -258,7 +258,7 @@ def _writer(args: argparse.Namespace) -> outdir.DirWriter | None:
     if not args.output_dir:
         return None
     return outdir.DirWriter(Path(args.output_dir), args.output, outdir.inputs_key(args.paths),
-                            dry_run=args.dry_run)
+                            dry_run=args.dry_run, private=bool(args.mpi_ssh_key))
 
 
 def _finish(writer: outdir.DirWriter) -> list[Diagnostic]:

@@ -9,6 +9,7 @@ here, 130 interrupted.
 from __future__ import annotations
 
 import argparse
+import math
 import signal
 import sys
 import tempfile
@@ -65,9 +66,21 @@ def register(verbs: Any) -> None:
                         help="working directory of every process (default: the current one)")
     parser.add_argument("--ignore-gpus", action="store_true",
                         help="run pods that request GPUs anyway, on the CPU")
-    parser.add_argument("--timeout", type=float, metavar="SECONDS",
+    parser.add_argument("--timeout", type=_seconds, metavar="SECONDS",
                         help="fail the JobSet when it has not finished after this long")
     parser.set_defaults(func=run)
+
+
+def _seconds(text: str) -> float:
+    """--timeout: a positive, finite number of seconds (`-1` failed every job at once,
+    `nan` and `inf` meant no timeout)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds above 0, got {text!r}")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:

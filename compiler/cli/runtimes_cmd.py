@@ -14,7 +14,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from compiler.common.diagnostics import Diagnostic, Severity, has_errors
+from compiler.common.diagnostics import Diagnostic, Severity, has_errors, one_line
 from compiler.common.jsondata import Obj
 from compiler.core.plugins import REGISTRY
 from compiler.core.resolve import runtime_key
@@ -220,13 +220,15 @@ def table(rows: Sequence[Obj]) -> str:
 
 
 def _cell(value: Any) -> str:
+    """A table cell, control characters escaped: a runtime's name, label or image is the
+    runtime author's text and must not move the terminal's cursor or start a new row."""
     if value is None or value is False or value == []:
         return "-"
     if value is True:
         return "yes"
     if isinstance(value, list):
-        return ",".join(value)
-    return str(value)
+        return one_line(",".join(value))
+    return one_line(str(value))
 
 
 def show(docs: Sequence[Document], args: argparse.Namespace) -> int:
@@ -236,7 +238,7 @@ def show(docs: Sequence[Document], args: argparse.Namespace) -> int:
         names = sorted({runtime_key(doc.data).name for doc in docs})
         where = f"TrainingRuntime {args.name!r} in namespace {args.namespace}" \
             if args.namespace is not None else f"runtime named {args.name!r}"
-        print(f"tjc runtimes: no {where}; available: {', '.join(names) or 'none'}",
+        print(one_line(f"tjc runtimes: no {where}; available: {', '.join(names) or 'none'}"),
               file=sys.stderr)
         return 1
     if args.output == "json":
@@ -244,7 +246,7 @@ def show(docs: Sequence[Document], args: argparse.Namespace) -> int:
         sys.stdout.write(emit.to_json(objects[0]) if len(objects) == 1
                          else emit.json_list(objects))
     else:
-        sys.stdout.write("".join(f"# {_title(doc)} from {doc.source.name}\n---\n"
+        sys.stdout.write("".join(one_line(f"# {_title(doc)} from {doc.source.name}") + "\n---\n"
                                  f"{emit.to_yaml(doc.data)}" for doc in found))
     return 0
 

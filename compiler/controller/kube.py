@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import ssl
+import stat
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -46,10 +47,10 @@ class Resource:
         """The URL path of the collection, or of one object (and a subresource)."""
         base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
         if self.namespaced and namespace:
-            base += f"/namespaces/{quote(namespace)}"
+            base += f"/namespaces/{quote(namespace, safe='')}"
         base += f"/{self.plural}"
         if name:
-            base += f"/{quote(name)}"
+            base += f"/{quote(name, safe='')}"  # a slash is no path step
         if sub:
             base += f"/{sub}"
         return base
@@ -261,12 +262,41 @@ def client_from_kubeconfig(path: str | None) -> Any:
         if found is not None:
             return found
     file = path or os.environ.get("KUBECONFIG") or "~/.kube/config"
+    for part in file.split(os.pathsep):
+        _check_kubeconfig(Path(part).expanduser())
     if os.pathsep not in file:
         try:
             return rest.from_kubeconfig(Path(file).expanduser())
-        except (rest.Unsupported, OSError, ValueError, yaml.YAMLError, ssl.SSLError):
+        except (rest.Unsupported, OSError, ValueError, LookupError, TypeError, AttributeError,
+                yaml.YAMLError, ssl.SSLError):  # a kubeconfig of another shape
             pass  # the kubernetes client reads it, and says what is wrong with it
-    return _kubernetes_client(path)
+    try:
+        return _kubernetes_client(path)
+    except Exception as exc:  # the client's ConfigException, or what its parsing raises
+        told = " ".join(str(exc).split()) if type(exc).__name__ == "ConfigException" else \
+            "not a kubeconfig (a mapping of clusters, users, contexts, current-context)"
+        raise KubeconfigError(f"cannot use kubeconfig {file}: {told}") from exc
+
+
+class KubeconfigError(ValueError):
+    """No usable kubeconfig: the controller cannot start (a usage error, exit 2)."""
+
+
+KUBECONFIG_MAX_BYTES = 16 << 20
+
+
+def _check_kubeconfig(path: Path) -> None:
+    """A kubeconfig that is there must be a regular file of sane size: /dev/zero or a FIFO
+    would be read without end by the kubernetes client."""
+    try:
+        info = path.stat()
+    except OSError:
+        return  # absent: in-cluster config, or the client says that none was found
+    if not stat.S_ISREG(info.st_mode):
+        raise KubeconfigError(f"kubeconfig {path} is not a regular file")
+    if info.st_size > KUBECONFIG_MAX_BYTES:
+        raise KubeconfigError(f"kubeconfig {path} is larger than "
+                              f"{KUBECONFIG_MAX_BYTES >> 20} MiB")
 
 
 def _kubernetes_client(path: str | None) -> Any:

@@ -4,7 +4,8 @@ JobSet runs each replicated job as an Indexed Job, whose `parallelism` the API s
 100,000 (batch validation, `maxParallelismForIndexedJob`): a larger one would make JobSet's
 controller fail on every try. The pods of one TrainJob together are capped at 150,000, the
 largest cluster Kubernetes is tested for ("Considerations for large clusters": at most 150,000
-pods in total). Only integers are multiplied: no check allocates in proportion to a count.
+pods in total). JobSet's webhook refuses a JobSet whose generated Job or Pod names would
+be over 63 characters. Only integers are multiplied: no check allocates in proportion to a count.
 (The MPI hostfile, the one object whose size grows with the node count, is sized before it is
 built by the compiler itself, `compiler/core/plugins/mpi.py`.) Called by `reconcile` before
 anything is written; pure.
@@ -25,11 +26,43 @@ def _count(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 1
 
 
+MAX_NAME = 63  # a DNS-1035 label: what JobSet's webhook requires of Job and Pod names
+
+
+def _long_names(jobset: Obj) -> str | None:
+    """JobSet's webhook (v0.12 `ValidateCreate`) refuses a JobSet whose longest Job name
+    (`<jobset>-<replicated job>-<last job index>`) or, for an Indexed Job (the default) with
+    completions, longest Pod name (`...-<last pod index>-abcde`) is over 63 characters: a
+    TrainJob name of up to 63 characters passes Trainer's own checks and then could never
+    get its JobSet."""
+    name = str((jobset.get("metadata") or {}).get("name", ""))
+    for job in (jobset.get("spec") or {}).get("replicatedJobs") or []:
+        spec = ((job.get("template") or {}).get("spec")) or {}
+        longest = f"{name}-{job.get('name')}-{_count(job.get('replicas')) - 1}"
+        if len(longest) > MAX_NAME:
+            return (f"JobSet name is too long, job names generated for this JobSet will exceed "
+                    f"{MAX_NAME} characters ({longest}); the JobSet webhook refuses it: "
+                    "shorten the TrainJob name")
+        completions = spec.get("completions")
+        # JobSet's defaulting makes a Job without a completionMode Indexed first
+        if (spec.get("completionMode") or "Indexed") == "Indexed" and \
+                isinstance(completions, int) and not isinstance(completions, bool):
+            pod = f"{longest}-{completions - 1}-abcde"
+            if len(pod) > MAX_NAME:
+                return (f"JobSet name is too long, pod names generated for this JobSet will "
+                        f"exceed {MAX_NAME} characters ({pod}); the JobSet webhook refuses "
+                        "it: shorten the TrainJob name")
+    return None
+
+
 def check(objects: list[Obj]) -> str | None:
     """Why the compiled JobSet could never run, or None when it could."""
     for obj in objects:
         if obj.get("kind") != "JobSet":
             continue
+        too_long = _long_names(obj)
+        if too_long is not None:
+            return too_long
         total = 0
         for job in (obj.get("spec") or {}).get("replicatedJobs") or []:
             spec = ((job.get("template") or {}).get("spec")) or {}

@@ -166,7 +166,11 @@ class Controller:
     def run(self) -> int:
         """Run until a signal (0) or the loss of the leader lease (1)."""
         if self.options.metrics_port >= 0:
-            serve(self.metrics, self.options.metrics_port)
+            try:
+                serve(self.metrics, self.options.metrics_port)
+            except OSError as exc:  # the port is taken, or privileged
+                raise StartupError(f"cannot serve metrics on port {self.options.metrics_port}:"
+                                   f" {exc.strerror or exc}") from exc
         elector = None
         if self.options.leader_elect:
             elector = LeaderElector(self.kube, self.options.leader_namespace,
@@ -203,6 +207,10 @@ class Controller:
             worker.join(10)
         for informer in [self.trainjobs, *self.owned]:
             informer.stop()
+
+
+class StartupError(RuntimeError):
+    """The controller cannot start (a usage error, exit 2)."""
 
 
 def run(options: Options) -> int:

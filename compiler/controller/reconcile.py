@@ -96,9 +96,12 @@ class Reconciler:
                 ownership.clear(status, now)
             except ownership.Refused as exc:
                 requeue = self._refuse(trainjob, before, status, exc, now)
-            except (ReconcileError, ApiError, snapshot.SnapshotError) as exc:
+            except Exception as exc:  # an API error, or a runtime of a shape
+                # the compiler cannot take: an event the tenant sees, then a retry with backoff
                 failure = exc
-                self.events(trainjob, "TrainJobResourcesCreationFailed", _event_note(exc))
+                self.events(trainjob, "TrainJobResourcesCreationFailed", _event_note(
+                    exc if isinstance(exc, (ReconcileError, ApiError, snapshot.SnapshotError))
+                    else RuntimeError(reason_of(exc))))
         st.set_suspended(status, trainjob, now)
         status = self._jobset_status(trainjob, status, jobset, now)
         deadline = self._deadline(trainjob, status, now, jobset)

@@ -19,7 +19,7 @@ from compiler.common.jsondata import Obj
 from compiler.gitops.passthrough import PassOptions, transform
 from compiler.io import emit
 from compiler.io.inputs import TRAINER_API
-from compiler.io.loader import Document, Source
+from compiler.io.loader import Document, Source, parse_source
 
 RESOURCE_LIST_APIS = ("config.kubernetes.io/v1", "config.kubernetes.io/v1alpha1")
 PATH_KEYS = ("internal.config.kubernetes.io/path", "config.kubernetes.io/path")
@@ -98,10 +98,11 @@ def _strings(key: str, value: Any) -> list[str]:
 
 
 def _mapping(key: str, value: Any) -> Obj:
-    if isinstance(value, str):
-        import yaml
-
-        value = yaml.safe_load(value) or {}
+    if isinstance(value, str):  # YAML text, read as an input file is (bounded aliases, depth)
+        docs, problems = parse_source(Source(f"functionConfig {key}", value))
+        if problems:
+            raise ConfigError(f"functionConfig: {key}: {problems[0].message}")
+        value = docs[0].data if docs else {}
     if isinstance(value, dict):
         return value
     raise ConfigError(f"functionConfig: {key} must be a mapping (or YAML text of one)")

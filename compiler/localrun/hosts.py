@@ -10,6 +10,7 @@ the same container names that pod's host in another variable (`PET_MASTER_ADDR` 
 
 from __future__ import annotations
 
+import functools
 import re
 import socket
 from collections.abc import Mapping, Sequence
@@ -52,7 +53,7 @@ class HostTable:
 
     def rewrite(self, text: str) -> str:
         """`host:port` -> `127.0.0.1:local port`, then every other pod host name -> 127.0.0.1."""
-        if not any(short in text for short in set(self.aliases.values())):
+        if not any(short in text for short in self._shorts):
             return text
 
         def with_port(match: re.Match[str]) -> str:
@@ -60,8 +61,22 @@ class HostTable:
             port = int(match.group(2))
             return f"{LOOPBACK}:{self.ports.get((short, port), port)}"
 
-        text = self._pattern(r":(\d+)\b").sub(with_port, text)
-        return self._pattern("").sub(LOOPBACK, text)
+        text = self._with_port.sub(with_port, text)
+        return self._bare.sub(LOOPBACK, text)
+
+    # Built once per table: every env value and argument of every pod is rewritten, and with
+    # thousands of pods building them per call made planning quadratic (minutes).
+    @functools.cached_property
+    def _shorts(self) -> frozenset[str]:
+        return frozenset(self.aliases.values())
+
+    @functools.cached_property
+    def _with_port(self) -> re.Pattern[str]:
+        return self._pattern(r":(\d+)\b")
+
+    @functools.cached_property
+    def _bare(self) -> re.Pattern[str]:
+        return self._pattern("")
 
     def _pattern(self, tail: str) -> re.Pattern[str]:
         names = "|".join(re.escape(name) for name in self.names())

@@ -124,11 +124,29 @@ def _with_policies(spec: Obj, name: str, jobs: list[LocalJob]) -> Plan:
                 max_restarts=int(failure.get("maxRestarts", 0)))
 
 
+MAX_LOCAL_PODS = 1024  # processes one machine is asked to start for one TrainJob
+
+
+def _check_count(jobset: Obj) -> None:
+    """Refuse, before any is planned, more pods than a machine should start: numNodes
+    1000000 would build a million pods in memory, then fork a million processes."""
+    total = 0
+    for rjob in (jobset.get("spec") or {}).get("replicatedJobs") or []:
+        job_spec = (rjob.get("template") or {}).get("spec") or {}
+        parallelism = int(job_spec.get("parallelism", 1))
+        total += int(rjob.get("replicas", 1)) * max(int(job_spec.get("completions",
+                                                                     parallelism)), 0)
+    if total > MAX_LOCAL_PODS:
+        raise Refusal(f"the JobSet has {total} pods; tjc run --local starts at most "
+                      f"{MAX_LOCAL_PODS} processes (lower numNodes to try the job here)")
+
+
 def _identities(jobset: Obj) -> list[tuple[PodIdentity, Obj]]:
     """Every pod of the JobSet with its pod template, in JobSet order."""
     out: list[tuple[PodIdentity, Obj]] = []
     name = str(jobset["metadata"]["name"])
     namespace = str(jobset["metadata"].get("namespace") or "default")
+    _check_count(jobset)
     global_index = 0
     for rjob in (jobset.get("spec") or {}).get("replicatedJobs") or []:
         replicas = int(rjob.get("replicas", 1))
