@@ -4,24 +4,11 @@ the fast one builds the same input, key for key and in the same order."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from compiler.common.jsondata import Obj, get_path
 from compiler.core.context import ANCESTOR_LABEL
-from compiler.policy.views import _gpus, _meta, _quantities
+from compiler.policy.views import _JOBS, _dict, _gpus, _list, _meta, _quantities
 
 Path = tuple[str | int, ...]
-
-_JOBS = {"JobSet": ("spec",), "TrainingRuntime": ("spec", "template", "spec"),
-         "ClusterTrainingRuntime": ("spec", "template", "spec")}
-
-
-def _dict(value: Any) -> Obj:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
 
 
 def replicated_jobs(kind: str, obj: Obj) -> list[tuple[Path, Obj]]:
