@@ -1,7 +1,8 @@
 """The implementations of `compiler.kube.podresources.validate`, `compiler.kube.objectmeta.validate`
 and `compiler.validate.quirks.check` before they were made faster, kept as they were (the
 memoisation dropped) so the tests can show the fast ones give the same diagnostics, in the same
-order, on generated documents, the built-in runtimes and the benchmark corpus."""
+order, on generated documents, the built-in runtimes and the benchmark corpus. What did not
+change (patterns, messages, runtime facts, small helpers) is imported from the modules."""
 
 from __future__ import annotations
 
@@ -9,20 +10,44 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from compiler.common.diagnostics import Diagnostic, Path, Severity, error
+from compiler.common.diagnostics import Diagnostic, Path, error
 from compiler.common.jsondata import Obj, get_path
-from compiler.core.context import ANCESTOR_LABEL, NODE, TRAINER
 from compiler.core.plugins import REGISTRY
-from compiler.core.plugins.base import TRAINER_PORT, PluginSpec
+from compiler.core.plugins.base import TRAINER_PORT
 from compiler.core.plugins.checks import names_text
 from compiler.core.resources import gpu_count
+from compiler.kube.objectmeta import (
+    _LABEL,
+    _LABEL_MSG,
+    _LABEL_VALUE,
+    _QNAME,
+    _QNAME_MSG,
+    _SUBDOMAIN,
+    _SUBDOMAIN_MSG,
+    _VALUE_MSG,
+    KINDS,
+    META,
+    TOTAL_ANNOTATION_SIZE,
+    _invalid,
+    _mask_trailing_dash,
+    _size,
+    max_len_error,
+    regex_error,
+)
+from compiler.kube.podresources import _HOLDERS, _MAX_WALK
 from compiler.kube.quantity import QuantityError, parse
+from compiler.validate.quirks import (
+    _dict,
+    _frameworks,
+    _gpu_name,
+    _list,
+    _runtime_node_resources,
+    _trainer,
+    _trainer_container,
+    _warning,
+)
 
 # ============================================================================ podresources
-
-_HOLDERS = frozenset({"resources", "resourcesPerNode"})
-_MAX_WALK = 100
-
 
 def _is_extended(name: str) -> bool:
     """`IsExtendedResourceName`: not native (no `/`, or a kubernetes.io domain), not a quota
@@ -91,41 +116,6 @@ def _problem(name: str, amount: str | int) -> tuple[str, str] | None:
 
 # ============================================================================ objectmeta
 
-_LABEL = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_SUBDOMAIN = _LABEL + "(\\." + _LABEL + ")*"
-_QNAME_CHAR = "[A-Za-z0-9]"
-_QNAME = "(" + _QNAME_CHAR + "[-A-Za-z0-9_.]*)?" + _QNAME_CHAR
-_LABEL_VALUE = "(" + _QNAME + ")?"
-_LABEL_MSG = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or "
-              "'-', and must start and end with an alphanumeric character")
-_SUBDOMAIN_MSG = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
-                  "characters, '-' or '.', and must start and end with an alphanumeric character")
-_QNAME_MSG = ("must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
-              "with an alphanumeric character")
-_VALUE_MSG = ("a valid label must be an empty string or consist of alphanumeric characters, '-', "
-              "'_' or '.', and must start and end with an alphanumeric character")
-TOTAL_ANNOTATION_SIZE = 256 * (1 << 10)
-KINDS = {"TrainJob": True, "TrainingRuntime": True, "ClusterTrainingRuntime": False}
-META = ("metadata",)
-
-
-def regex_error(msg: str, fmt: str, *examples: str) -> str:
-    """Upstream's `RegexError` wording."""
-    if not examples:
-        return f"{msg} (regex used for validation is '{fmt}')"
-    shown = " or ".join(f"'{example}', " for example in examples)
-    return f"{msg} (e.g. {shown}regex used for validation is '{fmt}')"
-
-
-def max_len_error(length: int) -> str:
-    """Upstream's `MaxLenError` wording."""
-    return f"must be no more than {length} characters"
-
-
-def _size(value: str) -> int:
-    return len(value.encode("utf-8", "surrogatepass"))
-
-
 def _compiled(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern, flags=re.ASCII)
 
@@ -181,17 +171,6 @@ def is_valid_label_value(value: str) -> list[str]:
     if not _full(_LABEL_VALUE, value):
         errs.append(regex_error(_VALUE_MSG, _LABEL_VALUE, "MyValue", "my_value", "12345"))
     return errs
-
-
-def _mask_trailing_dash(name: str) -> str:
-    """Upstream's `maskTrailingDash` for generateName (it drops the last two characters)."""
-    return name[:-2] + "a" if len(name) > 1 and name.endswith("-") else name
-
-
-def _invalid(rule: str, path: Path, value: str, msgs: list[str]) -> Iterator[Diagnostic]:
-    shown = value if len(value) <= 80 else value[:77] + "..."
-    for msg in msgs:
-        yield error(rule, f"invalid value {shown!r}: {msg}", path)
 
 
 def meta_validate(kind: str, data: dict[str, Any]) -> list[Diagnostic]:
@@ -252,8 +231,6 @@ def _finalizers(finalizers: Any) -> Iterator[Diagnostic]:
 
 # ============================================================================ quirks
 
-RUNTIME_JOBS: Path = ("spec", "template", "spec", "replicatedJobs")
-POD_SPEC: Path = ("template", "spec", "template", "spec")
 RESOURCES_PER_NODE: Path = ("spec", "trainer", "resourcesPerNode")
 
 
@@ -266,13 +243,6 @@ def quirks_check(trainjob: Obj, runtime: Obj) -> list[Diagnostic]:
         if plugin.quirks is not None:
             found.extend(plugin.quirks(trainjob, runtime))
     return found
-
-
-def _warning(rule: str, message: str, path: Path, subject: str = "trainjob") -> Diagnostic:
-    return Diagnostic(Severity.WARNING, rule, message, path, subject=subject)
-
-
-# ----------------------------------------------------------------------------- rules
 
 
 def _no_trainer(trainjob: Obj, runtime: Obj) -> Iterator[Diagnostic]:
@@ -383,62 +353,3 @@ def _resources_ignored(trainjob: Obj, runtime: Obj) -> Iterator[Diagnostic]:
 
 _RULES = (_no_trainer, _gpu_ignored, _zero_nodes, _two_gang_schedulers, _port_replaced,
           _resources_ignored)
-
-
-# ----------------------------------------------------------------------------- runtime facts
-
-
-def _frameworks(runtime: Obj) -> list[PluginSpec]:
-    """The plugins of the mlPolicy frameworks the runtime sets, in registry order."""
-    policy = _dict(get_path(runtime, "spec", "mlPolicy"))
-    return [p for p in REGISTRY if p.ml_source and isinstance(policy.get(p.ml_source), dict)]
-
-
-def _trainer_container(runtime: Obj) -> tuple[Path, Obj] | None:
-    """The first `node` container of the first trainer-ancestor job, with its path."""
-    for i, rjob in enumerate(_list(get_path(runtime, *RUNTIME_JOBS))):
-        if _dict(get_path(rjob, "template", "metadata", "labels")).get(ANCESTOR_LABEL) != TRAINER:
-            continue
-        for k, container in enumerate(_list(get_path(rjob, *POD_SPEC, "containers"))):
-            if container.get("name") == NODE:
-                return (*RUNTIME_JOBS, i, *POD_SPEC, "containers", k), container
-        return None
-    return None
-
-
-def _runtime_node_resources(runtime: Obj) -> Obj:
-    """`ExtractResourcePerNodeFromRuntime`: the first `node` container of the first job named
-    `node` or of trainer ancestry (its resources are never nil after the typed round trip)."""
-    for rjob in _list(get_path(runtime, *RUNTIME_JOBS)):
-        labels = _dict(get_path(rjob, "template", "metadata", "labels"))
-        if rjob.get("name") != NODE and labels.get(ANCESTOR_LABEL) != TRAINER:
-            continue
-        for container in _list(get_path(rjob, *POD_SPEC, "containers")):
-            if container.get("name") == NODE:
-                return _dict(container.get("resources"))
-    return {}
-
-
-def _gpu_name(resources: Obj) -> str:
-    """The resource name the GPU count comes from (requests first, as `GetNumGPUPerNode`)."""
-    for key in ("requests", "limits"):
-        names = sorted(n for n in _dict(resources.get(key)) if "gpu" in n.lower())
-        if names and gpu_count({key: resources[key]}) > 0:
-            return names[0]
-    return "gpu"
-
-
-# ----------------------------------------------------------------------------- helpers
-
-
-def _trainer(trainjob: Obj) -> Obj | None:
-    trainer = get_path(trainjob, "spec", "trainer")
-    return trainer if isinstance(trainer, dict) else None
-
-
-def _dict(value: Any) -> Obj:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: Any) -> list[Obj]:
-    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
