@@ -4,6 +4,7 @@ parsed from YAML) that every module uses, and the one fast deep copy."""
 from __future__ import annotations
 
 import marshal
+from collections.abc import Sequence
 from typing import Any, TypeAlias
 
 Obj: TypeAlias = dict[str, Any]
@@ -37,6 +38,12 @@ def fast_copy(value: Any) -> Any:
 
 def get_path(value: Any, *keys: str | int) -> Any:
     """The value at a path of map keys and list indices, or None where the path leaves the data."""
+    return get_at(value, keys)
+
+
+def get_at(value: Any, keys: Sequence[str | int]) -> Any:
+    """`get_path` with the path as one sequence (no argument tuple to build where the path is
+    already one)."""
     for key in keys:
         if isinstance(value, dict):
             value = value.get(key)

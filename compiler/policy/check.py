@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from compiler.common.diagnostics import Diagnostic, Location, ObjectRef
-from compiler.common.jsondata import Obj, get_path
+from compiler.common.jsondata import Obj, get_at, get_path
 from compiler.core.compile import PreparedRuntime
 from compiler.core.context import ANCESTOR_LABEL, NODE, TRAINER
 from compiler.core.resolve import object_ref
@@ -151,7 +151,7 @@ def _from_runtime(path: Path, jobset: Obj, prepared: PreparedRuntime) -> bool:
     if len(path) < 2 or path[0] != "spec":
         return False
     rest = path[1:]
-    return bool(_at(jobset.get("spec"), rest) == _at(prepared.spec, rest))
+    return bool(get_at(jobset.get("spec"), rest) == get_at(prepared.spec, rest))
 
 
 _CONTAINERS = ("template", "spec", "template", "spec", "containers")
@@ -168,9 +168,9 @@ def _trainer_image(path: Path, jobset: Obj, trainjob: Obj) -> Path | None:
     if len(path) != 10 or path[:2] != ("spec", "replicatedJobs") or path[3:8] != \
             _CONTAINERS or path[9] != "image":
         return None
-    job = _at(jobset.get("spec"), path[1:3])
+    job = get_at(jobset.get("spec"), path[1:3])
     labels = get_path(job, "template", "metadata", "labels")
-    container = _at(job, path[3:9])
+    container = get_at(job, path[3:9])
     trainer = get_path(trainjob, "spec", "trainer")
     if not (isinstance(labels, dict) and labels.get(ANCESTOR_LABEL) == TRAINER
             and isinstance(container, dict) and container.get("name") == NODE
@@ -178,20 +178,6 @@ def _trainer_image(path: Path, jobset: Obj, trainjob: Obj) -> Path | None:
             and container.get("image") == trainer["image"]):
         return None
     return TRAINER_IMAGE
-
-
-def _at(value: Any, keys: Path) -> Any:
-    """`get_path(value, *keys)` without unpacking the keys (this runs for every violation of
-    every JobSet)."""
-    for key in keys:
-        if isinstance(value, dict):
-            value = value.get(key)
-        elif isinstance(value, list) and isinstance(key, int) and \
-                -len(value) <= key < len(value):
-            value = value[key]
-        else:
-            return None
-    return value
 
 
 def _traced(path: Path, jobset: Obj, explainer: Explainer, tj: Document) -> Location:
