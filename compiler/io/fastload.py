@@ -7,24 +7,26 @@ scalars; and, when a diagnostic needs them, the position tables the loader's wal
 nodes makes. Plain scalars go through the loader's own resolver and cache, so kubectl's
 rules stay in one place. For anything else (a tag, an anchor or alias, a non-string or
 duplicate key, a scalar with no JSON value, a syntax error) it raises `Fallback` and the
-loader takes its full path, which reports errors with their positions. Without the compiled
-module (no C compiler or libyaml headers when the package was built) `stream` and
-`positions` return None and the full path does everything; TJC_PURE_YAML=1 makes that the
-case on purpose.
+loader takes its full path from there (`with_fallback`), which reports errors with their
+positions. Without the compiled module (no C compiler or libyaml headers when the package
+was built) `stream` and `positions` return None and the full path does everything;
+TJC_PURE_YAML=1 makes that the case on purpose.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from types import ModuleType
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 MODULE = "compiler._native._fastyaml"
 BUILD_DIR = Path(__file__).resolve().parents[2] / "build" / "yaml"
 DISABLE_ENV = "TJC_PURE_YAML"
+T = TypeVar("T")
 
 
 class _NeverRaised(Exception):
@@ -77,11 +79,8 @@ def available() -> bool:
 def stream(text: str, plain: Plain) -> Iterator[Any] | None:
     """The documents of `text` as the plain loader builds them, lazily; iterating raises
     `Fallback` where the fast path stops. None when there is no compiled module."""
-    if _NATIVE is None:
-        return None
-    try:
-        data = text.encode()
-    except UnicodeEncodeError:  # a lone surrogate: the full path says what is wrong
+    data = _utf8(text)
+    if _NATIVE is None or data is None:
         return None
     documents: Iterator[Any] = _NATIVE.stream(data, *plain)
     return documents
@@ -92,11 +91,32 @@ def positions(text: str, max_depth: int, max_nodes: int) -> Iterator[dict[Any, A
     loader's walk of composed nodes makes it (no path deeper than `max_depth`, no more than
     about `max_nodes` paths); iterating raises `Fallback` where the fast path stops (an
     anchor, an alias, a syntax error). None when there is no compiled module."""
-    if _NATIVE is None:
-        return None
-    try:
-        data = text.encode()
-    except UnicodeEncodeError:
+    data = _utf8(text)
+    if _NATIVE is None or data is None:
         return None
     tables: Iterator[dict[Any, Any]] = _NATIVE.positions(data, max_depth, max_nodes)
     return tables
+
+
+def with_fallback(fast: Iterator[T] | None, full: Callable[[], Iterable[T]]) -> Iterator[T]:
+    """`fast`'s items; where it gives up (or when it is None), `full()`'s from the same item
+    on (the full path makes the items before it again, and they are passed over)."""
+    done = 0
+    if fast is not None:
+        try:
+            for item in fast:
+                done += 1
+                yield item
+            return
+        except Fallback:
+            pass
+    yield from itertools.islice(full(), done, None)
+
+
+def _utf8(text: str) -> bytes | None:
+    """The text as libyaml reads it; None for a lone surrogate (the full path says what is
+    wrong with it)."""
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        return None

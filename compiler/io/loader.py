@@ -337,26 +337,19 @@ class Document:
 
 
 def _compose_positions(text: str) -> Iterator[dict[FieldPath, tuple[int, int]]]:
-    done = 0  # tables the fast path made (the full path passes over their documents)
     fast = fastload.positions(text, _POSITION_DEPTH, MAX_NODES)
-    if fast is not None:
-        try:
-            for found in fast:
-                done += 1
-                yield found
-            return
-        except fastload.Fallback:
-            pass
     try:
-        for index, node in enumerate(yaml.compose_all(text, Loader=yaml.CSafeLoader)):
-            if index < done:
-                continue
-            table: dict[FieldPath, tuple[int, int]] = {}
-            if node is not None:
-                _walk_node(node, (), table, 0)
-            yield table
+        yield from fastload.with_fallback(fast, lambda: map(_table, yaml.compose_all(
+            text, Loader=yaml.CSafeLoader)))
     except yaml.YAMLError:
         return
+
+
+def _table(node: yaml.Node | None) -> dict[FieldPath, tuple[int, int]]:
+    table: dict[FieldPath, tuple[int, int]] = {}
+    if node is not None:
+        _walk_node(node, (), table, 0)
+    return table
 
 
 _POSITION_DEPTH = 200  # deeper values are located at their nearest recorded ancestor
@@ -466,31 +459,14 @@ def _documents(source: Source, limit: int) -> Iterator[Document | Diagnostic]:
     """The documents before `source.limit`, built; `limit` bounds alias expansion (0: none)."""
     if source.limit == 0:
         return
-    built = 0  # documents the fast path built (the full path passes over them)
-    fast = None if limit else fastload.stream(source.text, _FAST_PLAIN)
-    if fast is not None:
-        try:
-            for data in fast:
-                built += 1
-                yield from _checked_document(source, built - 1, data, limit)
-                if source.limit is not None and built >= source.limit:
-                    return
-            return
-        except fastload.Fallback:
-            pass
     loader = _Loader if limit else _PlainLoader  # aliases need PyYAML's own construction
-    for index, data in enumerate(yaml.load_all(source.text, Loader=loader)):
-        if index >= built:
-            yield from _checked_document(source, index, data, limit)
+    fast = None if limit else fastload.stream(source.text, _FAST_PLAIN)
+    documents = fastload.with_fallback(fast, lambda: yaml.load_all(source.text, Loader=loader))
+    for index, data in enumerate(documents):
+        if data is not None:
+            yield from _checked(Document({}, source, index), data, limit)
         if source.limit is not None and index + 1 >= source.limit:
             return
-
-
-def _checked_document(source: Source, index: int, data: Any,
-                      limit: int) -> Iterator[Document | Diagnostic]:
-    """A built document checked (nothing for an empty one)."""
-    if data is not None:
-        yield from _checked(Document({}, source, index), data, limit)
 
 
 def _checked(where: Document, data: Any, limit: int) -> Iterator[Document | Diagnostic]:
