@@ -60,8 +60,8 @@ def _runtime_errors(diagnostics: list[Diagnostic]) -> bool:
 
 def difference(oracle: Oracle, runtimes: list[Obj], trainjob: Obj) -> tuple[str, str] | None:
     """None when tjc agrees with upstream, else (class of the difference, detail)."""
-    answer = oracle.ask({"op": "case", "runtimes": runtimes, "trainjob": trainjob,
-                         "runs": RUNS})
+    request = {"op": "case", "runtimes": runtimes, "trainjob": trainjob}
+    answer = oracle.ask({**request, "runs": RUNS})
     rejected, objects, diagnostics = tjc_case(runtimes, trainjob)
     texts = "; ".join(d.text() for d in diagnostics if d.severity is Severity.ERROR)
     upstream_rt = any(r.get("errors") for r in answer["runtimes"])
@@ -93,8 +93,7 @@ def difference(oracle: Oracle, runtimes: list[Obj], trainjob: Obj) -> tuple[str,
         return None
     # A few runs can all miss an order tjc's equals (XGBoost's or Flux's env against
     # PlainML's: reference §8 B1, an even chance each run): ask for many more first.
-    again = oracle.ask({"op": "case", "runtimes": runtimes, "trainjob": trainjob,
-                        "runs": MORE_RUNS})
+    again = oracle.ask({**request, "runs": MORE_RUNS})
     if any(sorted(_key(o) for o in output) == mine for output in again["outputs"]):
         return None
     return ("objects", _first_change(answer["outputs"][0], objects))
