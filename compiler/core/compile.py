@@ -27,7 +27,13 @@ from compiler.common.diagnostics import (
 from compiler.common.errors import TjcError
 from compiler.common.jsondata import Obj, fast_copy
 from compiler.core import admission
-from compiler.core.context import CompileOptions, Context, MergedSpecs, build_context
+from compiler.core.context import (
+    DEFAULT_OPTIONS,
+    CompileOptions,
+    Context,
+    MergedSpecs,
+    build_context,
+)
 from compiler.core.plugins import REGISTRY
 from compiler.core.plugins.base import PluginResult, PluginSpec
 from compiler.core.plugins.edits import apply_edit
@@ -144,7 +150,7 @@ def compile_defaulted(tj: Obj, prepared: PreparedRuntime, *, options: CompileOpt
     if manager is not None:
         return CompileResult((), tuple(with_object([*notes, manager], ref)))
     try:
-        options = options or CompileOptions()
+        options = options or DEFAULT_OPTIONS
         ctx = build_context(tj, prepared.doc, prepared.spec_copy(),
                             Recorder() if options.trace else None, prepared.merged)
         ctx.options = options
@@ -215,8 +221,8 @@ def managed_elsewhere(tj: Mapping[str, Any]) -> Diagnostic | None:
 
 
 def _object_ref(trainjob: Mapping[str, Any]) -> ObjectRef:
-    meta = trainjob.get("metadata") if isinstance(trainjob, Mapping) else None
-    meta = meta if isinstance(meta, Mapping) else {}
+    meta = trainjob.get("metadata") if isinstance(trainjob, (dict, Mapping)) else None
+    meta = meta if isinstance(meta, (dict, Mapping)) else {}  # (dict first: no ABC check)
     return ObjectRef("TrainJob", str(meta.get("name", "")), str(meta.get("namespace") or ""))
 
 

@@ -40,8 +40,9 @@ class CompileOptions:
     where every output field came from (`compiler.core.provenance`, for `tjc explain`).
     `policy_view` leaves out of the JobSet what no built-in policy rule reads (`VIEW_SKIPS`:
     the env, ports and volume mounts the plugins and the builder upsert into containers,
-    each edit still checked for its container), for `tjc validate`, which compiles only to
-    check the JobSet; it has no effect with `trace`.
+    each edit still checked for its container; and no side object but the SSH Secret a key
+    source gives), for `tjc validate`, which compiles only to check the JobSet; it has no
+    effect with `trace`.
     """
 
     ssh_keys: SSHKeySource | None = None
@@ -52,6 +53,8 @@ class CompileOptions:
         """Whether the compile leaves out the `VIEW_SKIPS` writes."""
         return self.policy_view and not self.trace
 
+
+DEFAULT_OPTIONS = CompileOptions()
 
 # the container fields a `policy_view` compile does not write
 VIEW_SKIPS = frozenset({"env", "ports", "volumeMounts", "envFrom"})
@@ -108,7 +111,7 @@ class Context:
     trainer_command: list[str] | None = None
     clear_trainer_args: bool = False
     facts: dict[str, Any] = field(default_factory=dict)
-    options: CompileOptions = field(default_factory=lambda: CompileOptions())
+    options: CompileOptions = DEFAULT_OPTIONS
     origins: Recorder = OFF
     root: Path = ()
     pod_meta_origins: dict[tuple[str, str], Origin] = field(default_factory=dict)
@@ -298,6 +301,8 @@ class MergedSpecs:
 
     def merge(self, spec: Obj, patches: list[Obj]) -> Obj:
         """`merge_patches(spec, patches)`, where `spec` is a fresh copy of this runtime's."""
+        if not patches:
+            return spec  # (what merge_patches gives when no patch has a spec)
         specs = [_patch_template(patch).get("spec") for patch in patches]
         if not any(isinstance(pspec, dict) for pspec in specs):
             return merge_patches(spec, patches)
@@ -421,6 +426,28 @@ def _takes_resources(rjob: Obj, ancestor: str | None, ml_policy: Any) -> bool:
         and rjob.get("name") == NODE
 
 
+_CANONICAL: dict[bytes, Obj] = {}  # resourcesPerNode, canonical, by its marshal bytes
+_CANONICAL_LIMIT = 1024
+
+
+def _canonical_resources(override: Obj) -> Obj:
+    """resourcesPerNode with canonical quantities (read only: the caller copies out of it).
+    A repository repeats a few of them, so each is canonicalized once, remembered by its
+    `marshal` bytes (which tell 1 from 1.0 and True)."""
+    try:
+        key: bytes | None = marshal.dumps(override)
+    except (ValueError, TypeError):
+        key = None
+    known = _CANONICAL.get(key) if key is not None else None
+    if known is not None:
+        return known
+    canonical: Obj = canonicalize_quantities(copy_json(override), quantity_tree(
+        "TrainJob", "spec", "trainer", "resourcesPerNode"))
+    if key is not None and len(_CANONICAL) < _CANONICAL_LIMIT:
+        _CANONICAL[key] = canonical
+    return canonical
+
+
 def _merge_node_resources(pod_spec: Obj, override: Obj) -> int | None:
     """Per-key overlay of limits/requests on the first `node` container; claims dropped.
     Returns the index of that container (None when there is none)."""
@@ -428,8 +455,7 @@ def _merge_node_resources(pod_spec: Obj, override: Obj) -> int | None:
         if container.get("name") != NODE:
             continue
         base = container.get("resources") or {}
-        canonical = canonicalize_quantities(copy_json(override), quantity_tree(
-            "TrainJob", "spec", "trainer", "resourcesPerNode"))
+        canonical = _canonical_resources(override)
         merged: Obj = {}
         for key in ("limits", "requests"):
             values = {**(base.get(key) or {}), **(canonical.get(key) or {})}

@@ -9,7 +9,7 @@ then the built-ins).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from compiler.common.diagnostics import Diagnostic, ObjectRef, error
 from compiler.common.jsondata import Obj
@@ -18,8 +18,7 @@ GROUP = "trainer.kubeflow.org"
 RUNTIME_KINDS = ("TrainingRuntime", "ClusterTrainingRuntime")
 
 
-@dataclass(frozen=True)
-class RuntimeKey:
+class RuntimeKey(NamedTuple):
     """How a runtime is found: kind, namespace (empty for cluster scope) and name."""
 
     kind: str

@@ -120,9 +120,10 @@ class PluginResult:
     diagnostics: tuple[Diagnostic, ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class PluginSpec:
-    """A plugin's declaration: name, activation, facts and its phase functions.
+    """A plugin's declaration: name, activation, facts and its phase functions. Two are
+    equal only when they are the same declaration (the graph's order is memoised by them).
 
     `enforce` runs in the first phase (upstream's EnforceMLPolicy / EnforcePodGroupPolicy) and
     returns edits; `build` runs once every plugin has enforced (upstream's component builders,
@@ -184,11 +185,11 @@ def trainer_count(ctx: Context) -> tuple[PodSet | None, int, list[Edit]]:
 def trainer_env_and_port(ctx: Context, envs: Callable[[int], tuple[Obj, ...]]) -> PluginResult:
     """The trainer count from numNodes; then, only when the TrainJob has `spec.trainer` and
     the trainer pod set has a `node` container, `envs(count)` and port 29500 upserted into it
-    (the shape JAX and XGBoost share)."""
+    (the shape JAX and XGBoost share). A policy view writes no env: `envs` is not called."""
     ps, count, edits = trainer_count(ctx)
     if ctx.trainer is None or ps is None or ps.container(NODE) is None:
         return PluginResult(edits=tuple(edits))
-    edits.append(UpsertEnv(ps.index, NODE, envs(count)))
+    edits.append(UpsertEnv(ps.index, NODE, () if ctx.options.view() else envs(count)))
     edits.append(UpsertPorts(ps.index, NODE, ({"containerPort": TRAINER_PORT},)))
     return PluginResult(edits=tuple(edits))
 

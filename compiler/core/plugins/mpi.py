@@ -150,7 +150,8 @@ def build(ctx: Context) -> PluginResult:
             "(or the runtime's replicas/parallelism)"),
             ("spec", "trainer", "numNodes") if "numNodes" in (ctx.trainer or {}) else ()))
         return PluginResult(objects=tuple(objects), diagnostics=tuple(notes))
-    objects.append(_hostfile(ctx))
+    if not ctx.options.view():  # (a policy view is the JobSet alone)
+        objects.append(_hostfile(ctx))
     return PluginResult(objects=tuple(objects), diagnostics=tuple(notes))
 
 

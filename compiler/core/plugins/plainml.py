@@ -27,7 +27,8 @@ def enforce(ctx: Context) -> PluginResult:
     trainer = ctx.trainer
     ps, _, edits = trainer_count(ctx)
     if trainer is not None and ps is not None and ps.container(NODE) is not None:
-        edits.append(UpsertEnv(ps.index, NODE, tuple(env_vars(trainer.get("env")))))
+        envs = () if ctx.options.view() else tuple(env_vars(trainer.get("env")))
+        edits.append(UpsertEnv(ps.index, NODE, envs))  # (a policy view writes no env)
     return PluginResult(edits=tuple(edits))
 
 

@@ -79,14 +79,18 @@ def enforce(ctx: Context) -> PluginResult:
     """Counts, PET envs, master address or TorchTune command, port, envInjection."""
     trainer = ctx.trainer
     ps, count, edits = trainer_count(ctx)
-    npp, gpus = num_proc_per_node(ctx)
-    pet = _pet_envs(count, npp)
-    master = ({"name": "PET_MASTER_ADDR", "value": node_zero_host(ctx)},
-              {"name": "PET_MASTER_PORT", "value": str(TRAINER_PORT)})
+    tune = trainer is not None and trainer.get("command") == TUNE_ENTRYPOINT
+    view = ctx.options.view()  # no env written: each edit still checks its container
+    npp, gpus = num_proc_per_node(ctx) if tune or not view else (1, 0)
+    pet = () if view else _pet_envs(count, npp)
+    master = () if view else (
+        {"name": "PET_MASTER_ADDR", "value": node_zero_host(ctx)},
+        {"name": "PET_MASTER_PORT", "value": str(TRAINER_PORT)})
     if trainer is not None and ps is not None and ps.container(NODE) is not None:
-        edits.append(UpsertEnv(ps.index, NODE, tuple(env_vars(trainer.get("env")))))
+        edits.append(UpsertEnv(ps.index, NODE, () if view else
+                               tuple(env_vars(trainer.get("env")))))
         edits.append(UpsertEnv(ps.index, NODE, pet))
-        if trainer.get("command") != TUNE_ENTRYPOINT:
+        if not tune:
             edits.append(UpsertEnv(ps.index, NODE, master))
         else:
             edits.append(SetTrainerCommand(tuple(_tune_command(ctx, count, npp, gpus)),
