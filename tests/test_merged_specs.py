@@ -3,10 +3,11 @@ and a compile that finds it there gives what a compile that merges afresh gives.
 
 from __future__ import annotations
 
+import json
 import marshal
 
 from bench.corpus import corpus
-from compiler.common.jsondata import Obj, copy_json
+from compiler.common.jsondata import Obj, copy_json, value_key
 from compiler.core.compile import (
     CompileResult,
     PreparedRuntime,
@@ -73,3 +74,21 @@ def test_patches_that_differ_do_not_share_an_entry() -> None:
     assert compile_trainjob(job, prepared).objects != compile_trainjob(variant, prepared).objects
     assert marshal.dumps([{"a": 1}]) != marshal.dumps([{"a": True}]) != \
         marshal.dumps([{"a": 1.0}])
+
+
+def test_equal_patches_share_an_entry_however_their_parts_are_shared() -> None:
+    """The memo's key is the same for equal data whatever holds references to its parts
+    (`marshal`'s default format writes back-references for those, so equal patches read
+    from different files missed each other)."""
+    job, runtime = _patched_jobs(400)[0]
+    prepared = prepare_runtime(runtime)
+    first = copy_json(job)  # its strings are also the job's
+    compile_trainjob(first, prepared)
+    entries = len(prepared.merged._memo)
+    compile_trainjob(json.loads(json.dumps(job)), prepared)  # strings of its own
+    assert entries and len(prepared.merged._memo) == entries
+    part = "x" * 3
+    shared, single = {"a": part, "b": part}, {"a": "x" * 3, "b": "".join(["x"] * 3)}
+    assert marshal.dumps(shared) != marshal.dumps(single)  # what the default format does
+    assert value_key(shared) == value_key(single)
+    assert value_key([{"a": 1}]) != value_key([{"a": True}]) != value_key([{"a": 1.0}])

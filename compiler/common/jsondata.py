@@ -1,5 +1,5 @@
 """Helpers for JSON-like data (dicts, lists, scalars): the one `Obj` alias (a JSON object as
-parsed from YAML) that every module uses, and the one fast deep copy."""
+parsed from YAML) that every module uses, the one fast deep copy and the one memo key."""
 
 from __future__ import annotations
 
@@ -34,6 +34,17 @@ def fast_copy(value: Any) -> Any:
         return marshal.loads(marshal.dumps(value))
     except (ValueError, TypeError):
         return copy_json(value)
+
+
+def value_key(value: Any) -> bytes | None:
+    """Bytes that stand for JSON-like data in a memo: equal data, equal bytes, however its
+    parts are shared (`marshal` version 2 writes no back-references, which later versions
+    write for objects referenced elsewhere), and 1, True and 1.0 apart. None when the data
+    is not plain (a str subclass, say)."""
+    try:
+        return marshal.dumps(value, 2)
+    except (ValueError, TypeError):
+        return None
 
 
 def get_path(value: Any, *keys: str | int) -> Any:

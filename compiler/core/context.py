@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 from compiler.common.diagnostics import Path, format_path
-from compiler.common.jsondata import Obj, copy_json
+from compiler.common.jsondata import Obj, copy_json, value_key
 from compiler.core.provenance import OFF, Origin, Recorder, copied, made, object_root
 from compiler.kube import roundtrip as typed
 from compiler.kube import strategicmerge as smp
@@ -289,7 +289,7 @@ class MergedSpecs:
 
     TrainJobs of a repository repeat the same few patches (a queue's node selectors and
     tolerations), and merging one is a strategic merge and a typed round trip of the whole
-    spec. Kept as `marshal` bytes by the `marshal` bytes of the patches' specs (which tell 1
+    spec. Kept as `marshal` bytes by the `value_key` of the patches' specs (which tells 1
     from True and 1.0, so only equal patches share an entry), at most LIMIT of them; a hit
     is a fresh copy the caller owns. One instance belongs to one runtime's spec
     (`PreparedRuntime`): the spec is part of what the entries depend on."""
@@ -306,9 +306,8 @@ class MergedSpecs:
         specs = [_patch_template(patch).get("spec") for patch in patches]
         if not any(isinstance(pspec, dict) for pspec in specs):
             return merge_patches(spec, patches)
-        try:
-            key = marshal.dumps(specs)
-        except (ValueError, TypeError):
+        key = value_key(specs)
+        if key is None:
             return merge_patches(spec, patches)
         blob = self._memo.get(key)
         if blob is not None:
@@ -426,18 +425,15 @@ def _takes_resources(rjob: Obj, ancestor: str | None, ml_policy: Any) -> bool:
         and rjob.get("name") == NODE
 
 
-_CANONICAL: dict[bytes, Obj] = {}  # resourcesPerNode, canonical, by its marshal bytes
+_CANONICAL: dict[bytes, Obj] = {}  # resourcesPerNode, canonical, by its value_key
 _CANONICAL_LIMIT = 1024
 
 
 def _canonical_resources(override: Obj) -> Obj:
     """resourcesPerNode with canonical quantities (read only: the caller copies out of it).
     A repository repeats a few of them, so each is canonicalized once, remembered by its
-    `marshal` bytes (which tell 1 from 1.0 and True)."""
-    try:
-        key: bytes | None = marshal.dumps(override)
-    except (ValueError, TypeError):
-        key = None
+    `value_key`."""
+    key = value_key(override)
     known = _CANONICAL.get(key) if key is not None else None
     if known is not None:
         return known
