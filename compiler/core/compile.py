@@ -39,7 +39,7 @@ from compiler.core.plugins.base import PluginResult, PluginSpec
 from compiler.core.plugins.edits import apply_edit
 from compiler.core.plugins.graph import plugin_order
 from compiler.core.provenance import Recorder, made, root_of
-from compiler.core.resolve import RUNTIME_KINDS, runtime_key, wanted_key
+from compiler.core.resolve import RUNTIME_KINDS, RuntimeKey, runtime_key, wanted_key
 from compiler.kube import roundtrip as typed
 from compiler.kube import structural
 from compiler.kube.defaults import default_in_place
@@ -75,6 +75,7 @@ class PreparedRuntime:
     _admitted: list[tuple[Obj, list[Diagnostic]]] = field(default_factory=list, compare=False,
                                                           repr=False)
     _spec_bytes: list[bytes | None] = field(default_factory=list, compare=False, repr=False)
+    _key: list[RuntimeKey] = field(default_factory=list, compare=False, repr=False)
     merged: MergedSpecs = field(default_factory=MergedSpecs, compare=False, repr=False)
 
     def admitted(self) -> tuple[Obj, list[Diagnostic]]:
@@ -82,6 +83,12 @@ class PreparedRuntime:
         if not self._admitted:
             self._admitted.append(admission.admit_runtime(self.doc))
         return self._admitted[0]
+
+    def key(self) -> RuntimeKey:
+        """The runtime's lookup key (`runtime_key`), computed once."""
+        if not self._key:
+            self._key.append(runtime_key(self.doc))
+        return self._key[0]
 
     def spec_copy(self) -> Obj:
         """A deep copy of `spec` for one compile to own: `fast_copy`, with the `marshal`
@@ -143,7 +150,7 @@ def compile_defaulted(tj: Obj, prepared: PreparedRuntime, *, options: CompileOpt
     notes = [*prepared.diagnostics, *(notes or [])]
     if has_errors(notes):
         return CompileResult((), tuple(with_object(notes, ref)))
-    mismatch = _runtime_mismatch(tj, prepared.doc)
+    mismatch = _runtime_mismatch(tj, prepared.key())
     if mismatch:
         return CompileResult((), tuple(with_object([*notes, mismatch], ref)))
     manager = managed_elsewhere(tj)
@@ -226,11 +233,10 @@ def _object_ref(trainjob: Mapping[str, Any]) -> ObjectRef:
     return ObjectRef("TrainJob", str(meta.get("name", "")), str(meta.get("namespace") or ""))
 
 
-def _runtime_mismatch(tj: Obj, rt: Obj) -> Diagnostic | None:
+def _runtime_mismatch(tj: Obj, have: RuntimeKey) -> Diagnostic | None:
     wanted = wanted_key(tj)
     if isinstance(wanted, Diagnostic):
         return wanted
-    have = runtime_key(rt)
     if (have.kind, have.name) != (wanted.kind, wanted.name) or (
             have.kind == "TrainingRuntime" and have.namespace != wanted.namespace):
         scope = f"{have.namespace}/" if have.namespace else ""

@@ -40,7 +40,7 @@ def build(ctx: Context) -> PluginResult:
     spec = ctx.spec  # the builder runs last and takes the spec over
     jobs = spec.get("replicatedJobs") or []
     _sync_parallel_count(ctx, jobs)
-    for ps in ctx.pod_sets:
+    for ps in ctx.pod_sets if not ctx.options.view() else ():  # (a view has no ports)
         _upsert_back(ctx, ps.index)
     for index, rjob in enumerate(jobs):
         ancestor = (rjob["template"].get("metadata", {}).get("labels") or {}).get(ANCESTOR_LABEL)
