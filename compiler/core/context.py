@@ -39,10 +39,11 @@ class CompileOptions:
     it, no Secret is emitted and a notice says which Secret the job needs. `trace` records
     where every output field came from (`compiler.core.provenance`, for `tjc explain`).
     `policy_view` leaves out of the JobSet what no built-in policy rule reads (`VIEW_SKIPS`:
-    the env, ports and volume mounts the plugins and the builder upsert into containers,
-    each edit still checked for its container; and no side object but the SSH Secret a key
-    source gives), for `tjc validate`, which compiles only to check the JobSet; it has no
-    effect with `trace`.
+    the env, ports and volume mounts the plugins and the builder upsert into containers; a
+    plugin leaves such an edit out where it found the container itself, and `apply_edit`
+    checks the container of any other; and no side object but the SSH Secret a key source
+    gives), for `tjc validate`, which compiles only to check the JobSet; it has no effect
+    with `trace`. The same diagnostics either way (`tests/test_policy_view.py`).
     """
 
     ssh_keys: SSHKeySource | None = None

@@ -76,28 +76,43 @@ def num_proc_per_node(ctx: Context) -> tuple[int | str, int]:
 
 
 def enforce(ctx: Context) -> PluginResult:
-    """Counts, PET envs, master address or TorchTune command, port, envInjection."""
+    """Counts, PET envs, master address or TorchTune command, port, envInjection. A policy
+    view writes no env or port (`_view_enforce`)."""
     trainer = ctx.trainer
     ps, count, edits = trainer_count(ctx)
-    tune = trainer is not None and trainer.get("command") == TUNE_ENTRYPOINT
-    view = ctx.options.view()  # no env written: each edit still checks its container
-    npp, gpus = num_proc_per_node(ctx) if tune or not view else (1, 0)
-    pet = () if view else _pet_envs(count, npp)
-    master = () if view else (
-        {"name": "PET_MASTER_ADDR", "value": node_zero_host(ctx)},
-        {"name": "PET_MASTER_PORT", "value": str(TRAINER_PORT)})
-    if trainer is not None and ps is not None and ps.container(NODE) is not None:
-        edits.append(UpsertEnv(ps.index, NODE, () if view else
-                               tuple(env_vars(trainer.get("env")))))
+    trained = trainer is not None and ps is not None and ps.container(NODE) is not None
+    if ctx.options.view():
+        return _view_enforce(ctx, count, edits, trained)
+    npp, gpus = num_proc_per_node(ctx)
+    pet = _pet_envs(count, npp)
+    master = ({"name": "PET_MASTER_ADDR", "value": node_zero_host(ctx)},
+              {"name": "PET_MASTER_PORT", "value": str(TRAINER_PORT)})
+    if trained and ps is not None and trainer is not None:
+        edits.append(UpsertEnv(ps.index, NODE, tuple(env_vars(trainer.get("env")))))
         edits.append(UpsertEnv(ps.index, NODE, pet))
-        if not tune:
+        if trainer.get("command") != TUNE_ENTRYPOINT:
             edits.append(UpsertEnv(ps.index, NODE, master))
         else:
-            edits.append(SetTrainerCommand(tuple(_tune_command(ctx, count, npp, gpus)),
-                                            how="extended by plugin torch (TorchTune)"))
+            edits.append(_tune_edit(ctx, count, npp, gpus))
         edits.append(UpsertPorts(ps.index, NODE, ({"containerPort": TRAINER_PORT},)))
     edits.extend(_env_injection(ctx, pet + master))
     return PluginResult(edits=tuple(edits))
+
+
+def _view_enforce(ctx: Context, count: int, edits: list[Edit], trained: bool) -> PluginResult:
+    """`enforce` for a policy view: the count, the TorchTune command and envInjection's
+    target checks. The env and port edits are left out: their container is the one `trained`
+    found, so they would check nothing more."""
+    if trained and (ctx.trainer or {}).get("command") == TUNE_ENTRYPOINT:
+        npp, gpus = num_proc_per_node(ctx)
+        edits.append(_tune_edit(ctx, count, npp, gpus))
+    edits.extend(_env_injection(ctx, ()))
+    return PluginResult(edits=tuple(edits))
+
+
+def _tune_edit(ctx: Context, count: int, npp: int | str, gpus: int) -> Edit:
+    return SetTrainerCommand(tuple(_tune_command(ctx, count, npp, gpus)),
+                             how="extended by plugin torch (TorchTune)")
 
 
 def _pet_envs(count: int, npp: int | str) -> tuple[Obj, ...]:
