@@ -133,6 +133,29 @@ def test_generated_plugin_orders_are_networkx_orders() -> None:
     assert ORDERS[full] == tuple(p.name for p in _networkx_order(REGISTRY))
 
 
+def test_plugins_are_activated_by_the_runtime_alone() -> None:
+    """`PreparedRuntime.plugins` decides once per runtime: for every built-in runtime, very
+    different TrainJobs (none of spec.trainer, a full one, runtime patches) activate the
+    same plugins."""
+    from compiler.core.compile import prepare_runtime
+    from compiler.core.context import build_context
+    from compiler.io.builtin import builtin_runtimes
+
+    base = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+            "metadata": {"name": "a", "namespace": "default"}}
+    trainer = {"numNodes": 3, "image": "x:1", "env": [{"name": "A", "value": "1"}],
+               "resourcesPerNode": {"limits": {"nvidia.com/gpu": 2}}}
+    patch = {"manager": "m", "trainingRuntimeSpec": {"template": {"metadata": {
+        "labels": {"x": "y"}}, "spec": {"replicatedJobs": [{"name": "node"}]}}}}
+    jobs = [{**base, "spec": {}}, {**base, "spec": {"trainer": trainer}},
+            {**base, "spec": {"trainer": trainer, "runtimePatches": [patch]}}]
+    for doc in builtin_runtimes():
+        prepared = prepare_runtime(doc.data)
+        seen = {tuple(p.name for p in REGISTRY if p.active(build_context(
+            job, prepared.doc, prepared.spec_copy()))) for job in jobs}
+        assert len(seen) == 1, (doc.data["metadata"]["name"], seen)
+
+
 def test_plugin_graph_reports_cycles_and_missing_providers() -> None:
     with pytest.raises(PluginGraphError, match="cycle between a, b"):
         plugin_order([_plugin("a", {"x"}, {"y"}), _plugin("b", {"y"}, {"x"})])

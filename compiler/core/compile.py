@@ -12,7 +12,7 @@ API.
 from __future__ import annotations
 
 import marshal
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
@@ -76,6 +76,8 @@ class PreparedRuntime:
                                                           repr=False)
     _spec_bytes: list[bytes | None] = field(default_factory=list, compare=False, repr=False)
     _key: list[RuntimeKey] = field(default_factory=list, compare=False, repr=False)
+    _plugins: list[tuple[PluginSpec, ...]] = field(default_factory=list, compare=False,
+                                                   repr=False)
     merged: MergedSpecs = field(default_factory=MergedSpecs, compare=False, repr=False)
 
     def admitted(self) -> tuple[Obj, list[Diagnostic]]:
@@ -89,6 +91,14 @@ class PreparedRuntime:
         if not self._key:
             self._key.append(runtime_key(self.doc))
         return self._key[0]
+
+    def plugins(self, ctx: Context) -> tuple[PluginSpec, ...]:
+        """The active plugins in graph order, decided once: a plugin's `active` reads only
+        the runtime's mlPolicy and podGroupPolicy (`ctx.ml_policy`, `ctx.pod_group_policy`,
+        which runtime patches do not change)."""
+        if not self._plugins:
+            self._plugins.append(tuple(plugin_order([p for p in REGISTRY if p.active(ctx)])))
+        return self._plugins[0]
 
     def spec_copy(self) -> Obj:
         """A deep copy of `spec` for one compile to own: `fast_copy`, with the `marshal`
@@ -161,7 +171,7 @@ def compile_defaulted(tj: Obj, prepared: PreparedRuntime, *, options: CompileOpt
         ctx = build_context(tj, prepared.doc, prepared.spec_copy(),
                             Recorder() if options.trace else None, prepared.merged)
         ctx.options = options
-        plugins = plugin_order([p for p in REGISTRY if p.active(ctx)])
+        plugins = prepared.plugins(ctx)
         if options.view() and any(p.name in VIEWLESS for p in plugins):
             ctx.options = replace(options, policy_view=False)
         objects, diagnostics = _run_plugins(ctx, plugins)
@@ -186,7 +196,7 @@ def _prepare_trainjob(trainjob: Mapping[str, Any]) -> tuple[Obj, list[Diagnostic
     return default_in_place("TrainJob", doc), problems
 
 
-def _run_plugins(ctx: Context, plugins: list[PluginSpec]) -> tuple[list[Obj], list[Diagnostic]]:
+def _run_plugins(ctx: Context, plugins: Sequence[PluginSpec]) -> tuple[list[Obj], list[Diagnostic]]:
     """Every plugin's enforce phase, then every build phase, both in graph order."""
     objects: list[Obj] = []
     diagnostics: list[Diagnostic] = []

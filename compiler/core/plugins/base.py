@@ -125,6 +125,8 @@ class PluginSpec:
     """A plugin's declaration: name, activation, facts and its phase functions. Two are
     equal only when they are the same declaration (the graph's order is memoised by them).
 
+    `active` decides from the runtime alone (its mlPolicy or podGroupPolicy): a prepared
+    runtime asks once (`PreparedRuntime.plugins`).
     `enforce` runs in the first phase (upstream's EnforceMLPolicy / EnforcePodGroupPolicy) and
     returns edits; `build` runs once every plugin has enforced (upstream's component builders,
     after the pod counts are final) and returns objects. Both phases follow the graph order.
