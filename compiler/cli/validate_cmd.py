@@ -130,6 +130,7 @@ class Pipeline:
         self.notes += problems
         self.validator = self._validator()
         self.reported = len(self.checker.policies.errors) if self.checker else 0
+        self._sent: set[Diagnostic] = set()
 
     def _validator(self) -> Validator:
         from compiler.validate.documents import Validator
@@ -151,11 +152,22 @@ class Pipeline:
 
         return jobs.Plan(self.task, frozenset(runtime_files(self.table)), len(self.sources))
 
+    def _first(self, d: Diagnostic) -> bool:
+        """Whether this process meets this policy diagnostic for the first time. A runtime's
+        violation comes again with every JobSet made from it; the report keeps its first
+        (`PolicyChecker.once`), and this process's runs come in input order, so a repeat
+        goes no further (from a worker, it would only be pickled to be dropped)."""
+        if d in self._sent:
+            return False
+        self._sent.add(d)
+        return True
+
     def task(self, indices: list[int]) -> tuple[list[Diagnostic], list[Diagnostic]]:
         """The diagnostics of these files in order, and the policy errors first met there."""
         from compiler.validate.documents import validate_source
 
-        found = [d for i in indices for d in validate_source(self.validator, self.sources[i])]
+        found = [d for i in indices for d in validate_source(self.validator, self.sources[i])
+                 if d.subject != "policy" or self._first(d)]
         new = self.checker.policies.errors[self.reported:] if self.checker else []
         self.reported += len(new)
         return found, list(new)
