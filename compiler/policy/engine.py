@@ -23,7 +23,7 @@ from compiler.policy import exemptions as ex
 from compiler.policy.native import Fallback
 from compiler.policy.packs import Pack, Rule
 from compiler.policy.prune import prune
-from compiler.policy.views import policy_input
+from compiler.policy.views import plan_input, policy_input
 
 SKIP_ANNOTATION = ex.SKIP_ANNOTATION
 SEVERITY = {"deny": Severity.ERROR, "warn": Severity.WARNING}
@@ -55,9 +55,39 @@ class Violation:
                               decision.kind, decision.justification, severity))
 
 
+def _annotated(meta: Obj) -> bool:
+    """Whether the object's skip annotation names a rule or pack (`annotation_rules`, asked
+    only when the annotation is there)."""
+    annotations = meta.get("annotations")
+    return isinstance(annotations, dict) and bool(annotations.get(SKIP_ANNOTATION)) \
+        and bool(ex.annotation_rules(meta))
+
+
 def skipped_by(rule_id: str, skips: Collection[str]) -> bool:
     """Whether a skip list names the rule or its pack."""
     return ex.names_rule(rule_id, skips)
+
+
+class _Inputs:
+    """A document's policy input (`full`, what CUE reads) and its plans' input (`planned`),
+    each built when first asked for."""
+
+    def __init__(self, kind: str, obj: Obj, trainjob: Obj | None) -> None:
+        self.kind, self.obj, self.trainjob = kind, obj, trainjob
+        self._full: Obj | None = None
+        self._planned: Obj | None = None
+
+    def full(self) -> Obj:
+        """`views.policy_input` of the document."""
+        if self._full is None:
+            self._full = policy_input(self.kind, self.obj, self.trainjob)
+        return self._full
+
+    def planned(self) -> Obj:
+        """`views.plan_input` of the document."""
+        if self._planned is None:
+            self._planned = plan_input(self.kind, self.obj, self.trainjob)
+        return self._planned
 
 
 class PolicySet:
@@ -75,7 +105,7 @@ class PolicySet:
         self.today = today or datetime.datetime.now(datetime.UTC).date()
         self._memo: dict[tuple[str, tuple[str, ...], str], tuple[Violation, ...]] = {}
         self._applicable: dict[tuple[str, str, frozenset[str]], list[Rule]] = {}
-        self._kinds: dict[str, bool] = {}
+        self._packs: dict[str, list[tuple[Pack, list[Rule]]]] = {}
         self.evaluations = 0
         self.errors: list[Diagnostic] = []
         self._reported: set[tuple[str, str]] = set()
@@ -87,38 +117,42 @@ class PolicySet:
     def check(self, kind: str, obj: Obj, trainjob: Obj | None = None) -> list[Violation]:
         """Every violation of one document (a JobSet with the TrainJob it came from)."""
         found: list[Violation] = []
-        if not self._checks(kind):
-            return found  # (no rule applies to TrainJobs themselves)
-        full: Obj | None = None
-        for pack in self.packs:
-            rules = self._rules(pack, kind, self.skip)
-            if not rules:
-                continue
-            full = full if full is not None else policy_input(kind, obj, trainjob)
-            found += self._planned(pack, rules, full) if pack.plans and self.native \
-                else self._evaluate(pack, rules, prune(full, pack.reads))
+        inputs = _Inputs(kind, obj, trainjob)
+        for pack, rules in self._by_kind(kind):
+            found += self._planned(pack, rules, inputs) if pack.plans and self.native \
+                else self._evaluate(pack, rules, prune(inputs.full(), pack.reads))
         if not found:
             return found
         owner = trainjob if kind == "JobSet" else obj
         meta = (owner or {}).get("metadata")
         meta = meta if isinstance(meta, dict) else {}
-        if not self.exemptions.entries and not ex.annotation_rules(meta):
+        if not self.exemptions.entries and not _annotated(meta):
             return found  # nothing can exempt or remark on these violations
         return [self._exempt(v, meta) for v in found]
 
-    def _planned(self, pack: Pack, rules: list[Rule], full: Obj) -> tuple[Violation, ...]:
+    def _by_kind(self, kind: str) -> list[tuple[Pack, list[Rule]]]:
+        """The packs with rules (not skipped this run) that apply to this kind, with those
+        rules."""
+        known = self._packs.get(kind)
+        if known is None:
+            known = self._packs[kind] = [(p, rules) for p in self.packs
+                                         if (rules := self._rules(p, kind, self.skip))]
+        return known
+
+    def _planned(self, pack: Pack, rules: list[Rule], inputs: _Inputs) -> tuple[Violation, ...]:
         """The violations by the rules' compiled plans; CUE decides inputs they do not."""
         plans = pack.plans or {}
         settings = pack.settings
         found: list[Violation] = []
+        inp = inputs.planned()
         try:
             for rule in rules:
                 # a plan's paths are made of the views' paths and field names: strings and
                 # integers only, as the filter on CUE's paths leaves them (`_violations`)
-                found += [Violation(rule, tuple(path), message or rule.message)
-                          for path, message in plans[rule.id](full, settings)]
+                for path, message in plans[rule.id](inp, settings):
+                    found.append(Violation(rule, tuple(path), message or rule.message))
         except Fallback:
-            return self._evaluate(pack, rules, prune(full, pack.reads))
+            return self._evaluate(pack, rules, prune(inputs.full(), pack.reads))
         return tuple(found)
 
     def _exempt(self, v: Violation, meta: Obj) -> Violation:
@@ -126,13 +160,6 @@ class PolicySet:
         if not decision.kind and not decision.remark:
             return v
         return Violation(v.rule, v.path, v.message, decision)
-
-    def _checks(self, kind: str) -> bool:
-        """Whether any rule (not skipped this run) applies to this kind."""
-        known = self._kinds.get(kind)
-        if known is None:
-            known = self._kinds[kind] = any(self.applicable(p, kind) for p in self.packs)
-        return known
 
     def applicable(self, pack: Pack, kind: str) -> bool:
         """Whether any rule of the pack (not skipped this run) applies to this kind."""

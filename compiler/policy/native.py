@@ -3,8 +3,9 @@
 A CUE evaluation costs about a millisecond per pack, and in a real repository every JobSet is
 new where the rules look (each job has its own image tag), so the memo cannot help. Each
 built-in rule's `violations` comprehension is a pure function of a few fields; here it is
-written as a Python plan over the same `input` (`views.policy_input`) and settings, giving
-the same paths and messages in the same order.
+written as a Python plan over the same `input` and settings, giving the same paths and
+messages in the same order; a plan reads it as `views.plan_input` builds it (the parts only a
+few plans read are asked for, not built for every document).
 
 A plan is used only for the exact pack file it was written from (`DIGESTS`: a changed pack
 is evaluated by CUE), and whenever an input has a shape the plan does not decide as CUE does
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from compiler.common.jsondata import Obj
+from compiler.policy.views import gpus, quantities, trainjob_label
 
 Found = list[tuple[list[Any], str | None]]  # (path, message or None for the rule's message)
 Plan = Callable[[Obj, Obj], Found]
@@ -117,13 +119,21 @@ def _extended(name: str) -> bool:
         ".kubernetes.io" not in name.split("/")[0]
 
 
+def _any_extended(container: Obj) -> bool:
+    """Whether the container requests an extended resource (`quantities` keeps the names,
+    as strings)."""
+    resources = container.get("resources")
+    requests = resources.get("requests") if isinstance(resources, dict) else None
+    return isinstance(requests, dict) and any(_extended(str(name)) for name in requests)
+
+
 def resources_trainer_requests(inp: Obj, settings: Obj) -> Found:
     """resources.trainer-requests"""
     found: Found = []
     for c in inp["containers"]:
         if c["ancestor"] == "trainer" and not c["init"] and \
                 _str(_get(c["container"], "name")) == "node" and \
-                not c["requests"] and not c["limits"]:
+                not any(quantities(c["container"]).values()):
             found.append((list(c["path"]), f"the trainer container of {c['job']} sets no "
                           "resource requests or limits (set spec.trainer.resourcesPerNode)"))
     return found
@@ -133,8 +143,11 @@ def resources_extended_requests_equal_limits(inp: Obj, settings: Obj) -> Found:
     """resources.extended-requests-equal-limits"""
     found: Found = []
     for c in inp["containers"]:
-        for name in sorted(c["requests"]):
-            request, limit = c["requests"][name], c["limits"].get(name)
+        if not _any_extended(c["container"]):
+            continue
+        q = quantities(c["container"])
+        for name in sorted(q["requests"]):
+            request, limit = q["requests"][name], q["limits"].get(name)
             if not _extended(name) or limit == request:
                 continue
             message = f"{name} request {request} has no limit; set the limit equal to the " \
@@ -145,22 +158,26 @@ def resources_extended_requests_equal_limits(inp: Obj, settings: Obj) -> Found:
     return found
 
 
-def _over(inp: Obj, total: str, bound: Any, tail: list[str], what: str) -> Found:
-    if bound is None or inp["summary"][total] <= bound:
+def _over(inp: Obj, total: Callable[[Obj], int], bound: Any, tail: list[str],
+          what: str) -> Found:
+    if bound is None:
         return []
-    return [([*p["jobPath"], *tail], f"{inp['summary'][total]} {what} {bound}")
+    value = total(inp)
+    if value <= bound:
+        return []
+    return [([*p["jobPath"], *tail], f"{value} {what} {bound}")
             for p in inp["pods"] if p["ancestor"] == "trainer"]
 
 
 def resources_max_nodes(inp: Obj, settings: Obj) -> Found:
     """resources.max-nodes"""
-    return _over(inp, "numNodes", settings["resources"]["maxNumNodes"],
+    return _over(inp, lambda i: i["summary"]["numNodes"], settings["resources"]["maxNumNodes"],
                  ["template", "spec", "parallelism"], "trainer nodes, more than the allowed")
 
 
 def resources_max_gpus(inp: Obj, settings: Obj) -> Found:
     """resources.max-gpus"""
-    return _over(inp, "gpus", settings["resources"]["maxGPUs"],
+    return _over(inp, gpus, settings["resources"]["maxGPUs"],
                  ["template", "spec", "template", "spec", "containers"],
                  "GPUs in all, more than the allowed")
 
@@ -175,9 +192,9 @@ def scheduling_one_pod_group_policy(inp: Obj, settings: Obj) -> Found:
 
 def scheduling_kueue_replicated_jobs(inp: Obj, settings: Obj) -> Found:
     """scheduling.kueue-replicated-jobs"""
-    queue = _get(inp["trainJob"], "labels", "kueue.x-k8s.io/queue-name")
+    queue = trainjob_label(inp, "kueue.x-k8s.io/queue-name")
     count = inp["summary"]["replicatedJobs"]
-    if queue is _MISSING or count <= 8:
+    if queue is None or count <= 8:
         return []
     return [(["spec", "replicatedJobs"], f"{count} replicatedJobs in a job queued by Kueue "
              f"({_str(queue)}); Kueue admits at most 8")]

@@ -74,6 +74,45 @@ def policy_input(kind: str, obj: Obj, trainjob: Obj | None = None) -> Obj:
     """The `input` a rule sees for one document (a JobSet also gets its TrainJob): every pod
     template, every container and (for a JobSet) the totals, in one pass over the
     replicatedJobs."""
+    out, totals = _input(kind, obj, True)
+    if kind == "JobSet":
+        out["trainJob"] = _meta(trainjob or {})
+        out["summary"] = {"numNodes": totals[0], "gpus": totals[1], "replicatedJobs": totals[2]}
+    return out
+
+
+def plan_input(kind: str, obj: Obj, trainjob: Obj | None = None) -> Obj:
+    """`policy_input` as the built-in rules' plans (`native`) read it, without what those
+    plans seldom read, which they ask for when they do: a container's canonical requests
+    and limits (`quantities`), the JobSet's GPU total (`gpus`: each pod entry holds its pod
+    count instead) and the TrainJob's metadata (`trainjob_label`: the entry `trainJob` is
+    the TrainJob as given). Raises where `policy_input` raises."""
+    out, totals = _input(kind, obj, False)
+    if kind == "JobSet":
+        out["trainJob"] = trainjob
+        out["summary"] = {"numNodes": totals[0], "replicatedJobs": totals[2]}
+    return out
+
+
+def quantities(container: Obj) -> Obj:
+    """A container's `requests` and `limits` as `policy_input` gives them."""
+    return _quantities(container)
+
+
+def gpus(inp: Obj) -> int:
+    """The `summary.gpus` of the JobSet whose `plan_input` is `inp`."""
+    return sum(p["count"] * sum(_gpus(c) for c in _list(p["spec"].get("containers"))
+                                if isinstance(c, dict)) for p in inp["pods"])
+
+
+def trainjob_label(inp: Obj, key: str) -> str | None:
+    """The label `key` of the TrainJob in a JobSet's `plan_input`, as `policy_input`'s
+    `trainJob.labels` holds it; None: no such label."""
+    labels = _dict(_dict((inp["trainJob"] or {}).get("metadata")).get("labels"))
+    return str(labels[key]) if key in labels else None
+
+
+def _input(kind: str, obj: Obj, full: bool) -> tuple[Obj, list[int]]:
     pods: list[Obj] = []
     containers: list[Obj] = []
     totals = [0, 0, 0]  # trainer nodes, GPUs over all pods, replicatedJobs
@@ -82,18 +121,15 @@ def policy_input(kind: str, obj: Obj, trainjob: Obj | None = None) -> Obj:
     if base is not None and isinstance(spec, dict):
         for i, job in enumerate(_list(spec.get("replicatedJobs"))):
             if isinstance(job, dict):
-                _job(kind, (*base, "replicatedJobs", i), job, pods, containers, totals)
-    out: Obj = {"kind": kind, "object": obj, "pods": pods, "containers": containers}
-    if kind == "JobSet":
-        out["trainJob"] = _meta(trainjob or {})
-        out["summary"] = {"numNodes": totals[0], "gpus": totals[1], "replicatedJobs": totals[2]}
-    return out
+                _job(kind, (*base, "replicatedJobs", i), job, (pods, containers), totals, full)
+    return {"kind": kind, "object": obj, "pods": pods, "containers": containers}, totals
 
 
-def _job(kind: str, path: Path, job: Obj, pods: list[Obj], containers: list[Obj],
-         totals: list[int]) -> None:
+def _job(kind: str, path: Path, job: Obj, views: tuple[list[Obj], list[Obj]],
+         totals: list[int], full: bool) -> None:
     """One replicatedJob's pod template and containers, and (for a JobSet) its share of the
-    totals."""
+    totals (`full`: as `policy_input` has them, else as `plan_input`)."""
+    pods, containers = views
     template = _dict(job.get("template"))
     job_spec = template.get("spec")
     pod = _dict(job_spec).get("template")
@@ -102,20 +138,28 @@ def _job(kind: str, path: Path, job: Obj, pods: list[Obj], containers: list[Obj]
     ancestor = ancestor if isinstance(ancestor, str) else ""
     name = str(job.get("name", ""))
     pod_path = (*path, "template", "spec", "template", "spec")
+    entry: Obj | None = None
     if isinstance(pod, dict):
-        pods.append({"path": list(pod_path), "jobPath": list(path), "job": name,
-                     "ancestor": ancestor, "spec": pod})
+        entry = {"path": list(pod_path), "jobPath": list(path), "job": name,
+                 "ancestor": ancestor, "spec": pod}
+        pods.append(entry)
         for field, init in (("initContainers", True), ("containers", False)):
             for i, container in enumerate(_list(pod.get(field))):
                 if isinstance(container, dict):
                     containers.append({"path": [*pod_path, field, i], "job": name,
                                        "ancestor": ancestor, "init": init,
                                        "container": container, **_quantities(container),
-                                       "pod": pod})
+                                       "pod": pod} if full else
+                                      {"path": [*pod_path, field, i], "job": name,
+                                       "ancestor": ancestor, "init": init,
+                                       "container": container, "pod": pod})
     if kind == "JobSet":
         totals[2] += 1
         pod_count = int(job.get("replicas") or 1) * int(_dict(job_spec).get("parallelism") or 1)
-        totals[1] += pod_count * sum(_gpus(c) for c in _list(_dict(pod).get("containers"))
-                                     if isinstance(c, dict))
+        if full:
+            totals[1] += pod_count * sum(_gpus(c) for c in _list(_dict(pod).get("containers"))
+                                         if isinstance(c, dict))
+        elif entry is not None:
+            entry["count"] = pod_count
         if ancestor == "trainer":
             totals[0] += pod_count
