@@ -61,6 +61,12 @@ def _odd_runtimes() -> list[Obj]:
         {"image": "registry.example.com/team/img@sha256:abc"},
         {"image": "ubuntu", "resources": {"requests": {"example.com/fpga": "1"},
                                           "limits": {"example.com/fpga": "2"}}},
+        {"resources": {"requests": {"example.com/fpga": "1000m", "example.com/b": 2,
+                                    "example.com/c": "1", "nvidia.com/gpu": "1",
+                                    "kubernetes.io/x": "1", "a.kubernetes.io/y": "1"},
+                       "limits": {"example.com/fpga": "1", "example.com/b": "2",
+                                  "nvidia.com/gpu": "2Ki", "cpu": "1"}}},
+        {"resources": {"requests": {"example.com/x": "bad"}, "limits": {"example.com/x": "0"}}},
     ]
     for container_edit in containers:
         runtime = copy.deepcopy(base)
@@ -104,7 +110,13 @@ def test_plans_give_what_cue_gives(settings: Obj) -> None:
                                         for i in range(9)]
     big[1]["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "q"}
     fired: set[str] = set()
-    for jobset, job in [*jobsets, big]:
+    bare = [copy.deepcopy(jobsets[0]) for _ in range(2)]
+    for (jobset, _), resources in zip(bare, [None, {"requests": {}, "limits": "none"}],
+                                      strict=True):
+        for replicated in jobset["spec"]["replicatedJobs"]:
+            for container in replicated["template"]["spec"]["template"]["spec"]["containers"]:
+                container["resources"] = resources
+    for jobset, job in [*jobsets, big, *bare]:
         want = _found(cue, "JobSet", jobset, job)
         assert _found(planned, "JobSet", jobset, job) == want
         fired |= {f[0] for f in want if isinstance(f, tuple)}
@@ -114,6 +126,7 @@ def test_plans_give_what_cue_gives(settings: Obj) -> None:
         assert _found(planned, runtime["kind"], runtime) == want, runtime
         fired |= {f[0] for f in want if isinstance(f, tuple)}
     expected = {"images.tag", "resources.extended-requests-equal-limits",
+                "resources.trainer-requests",
                 "scheduling.kueue-replicated-jobs", "scheduling.one-pod-group-policy",
                 "scheduling.mpi-openmpi", "security.privileged", "security.host-namespaces",
                 "security.host-path", "security.capabilities", "security.run-as-non-root"}

@@ -20,7 +20,7 @@ from compiler.common.diagnostics import Diagnostic, Location, Severity, Suppress
 from compiler.common.jsondata import Obj
 from compiler.policy import cuelib
 from compiler.policy import exemptions as ex
-from compiler.policy.native import Fallback
+from compiler.policy.native import Fallback, Plan
 from compiler.policy.packs import Pack, Rule
 from compiler.policy.prune import prune
 from compiler.policy.views import plan_input, policy_input
@@ -68,26 +68,19 @@ def skipped_by(rule_id: str, skips: Collection[str]) -> bool:
     return ex.names_rule(rule_id, skips)
 
 
-class _Inputs:
-    """A document's policy input (`full`, what CUE reads) and its plans' input (`planned`),
-    each built when first asked for."""
-
-    def __init__(self, kind: str, obj: Obj, trainjob: Obj | None) -> None:
-        self.kind, self.obj, self.trainjob = kind, obj, trainjob
-        self._full: Obj | None = None
-        self._planned: Obj | None = None
-
-    def full(self) -> Obj:
-        """`views.policy_input` of the document."""
-        if self._full is None:
-            self._full = policy_input(self.kind, self.obj, self.trainjob)
-        return self._full
-
-    def planned(self) -> Obj:
-        """`views.plan_input` of the document."""
-        if self._planned is None:
-            self._planned = plan_input(self.kind, self.obj, self.trainjob)
-        return self._planned
+def _planned(plans: list[tuple[Rule, Plan]], inp: Obj, settings: Obj) -> list[Violation] | None:
+    """The violations by the rules' compiled plans; None when an input has a shape only CUE
+    decides (`Fallback`)."""
+    found: list[Violation] = []
+    try:
+        for rule, plan in plans:
+            # a plan's paths are made of the views' paths and field names: strings and
+            # integers only, as the filter on CUE's paths leaves them (`_violations`)
+            for path, message in plan(inp, settings):
+                found.append(Violation(rule, tuple(path), message or rule.message))
+    except Fallback:
+        return None
+    return found
 
 
 class PolicySet:
@@ -105,7 +98,8 @@ class PolicySet:
         self.today = today or datetime.datetime.now(datetime.UTC).date()
         self._memo: dict[tuple[str, tuple[str, ...], str], tuple[Violation, ...]] = {}
         self._applicable: dict[tuple[str, str, frozenset[str]], list[Rule]] = {}
-        self._packs: dict[str, list[tuple[Pack, list[Rule]]]] = {}
+        self._packs: dict[str, list[tuple[Pack, list[Rule], list[tuple[Rule, Plan]] | None]]] \
+            = {}
         self.evaluations = 0
         self.errors: list[Diagnostic] = []
         self._reported: set[tuple[str, str]] = set()
@@ -117,10 +111,17 @@ class PolicySet:
     def check(self, kind: str, obj: Obj, trainjob: Obj | None = None) -> list[Violation]:
         """Every violation of one document (a JobSet with the TrainJob it came from)."""
         found: list[Violation] = []
-        inputs = _Inputs(kind, obj, trainjob)
-        for pack, rules in self._by_kind(kind):
-            found += self._planned(pack, rules, inputs) if pack.plans and self.native \
-                else self._evaluate(pack, rules, prune(inputs.full(), pack.reads))
+        planned: Obj | None = None  # the plans' input and CUE's, each built when first needed
+        full: Obj | None = None
+        for pack, rules, plans in self._by_kind(kind):
+            if plans is not None:
+                planned = planned if planned is not None else plan_input(kind, obj, trainjob)
+                by_plans = _planned(plans, planned, pack.settings)
+                if by_plans is not None:
+                    found += by_plans
+                    continue
+            full = full if full is not None else policy_input(kind, obj, trainjob)
+            found += self._evaluate(pack, rules, prune(full, pack.reads))
         if not found:
             return found
         owner = trainjob if kind == "JobSet" else obj
@@ -130,30 +131,16 @@ class PolicySet:
             return found  # nothing can exempt or remark on these violations
         return [self._exempt(v, meta) for v in found]
 
-    def _by_kind(self, kind: str) -> list[tuple[Pack, list[Rule]]]:
+    def _by_kind(self, kind: str) -> list[tuple[Pack, list[Rule], list[tuple[Rule, Plan]] | None]]:
         """The packs with rules (not skipped this run) that apply to this kind, with those
-        rules."""
+        rules and their plans (None: CUE evaluates them)."""
         known = self._packs.get(kind)
         if known is None:
-            known = self._packs[kind] = [(p, rules) for p in self.packs
-                                         if (rules := self._rules(p, kind, self.skip))]
+            known = self._packs[kind] = [
+                (p, rules, [(r, p.plans[r.id]) for r in rules] if p.plans and self.native
+                 else None)
+                for p in self.packs if (rules := self._rules(p, kind, self.skip))]
         return known
-
-    def _planned(self, pack: Pack, rules: list[Rule], inputs: _Inputs) -> tuple[Violation, ...]:
-        """The violations by the rules' compiled plans; CUE decides inputs they do not."""
-        plans = pack.plans or {}
-        settings = pack.settings
-        found: list[Violation] = []
-        inp = inputs.planned()
-        try:
-            for rule in rules:
-                # a plan's paths are made of the views' paths and field names: strings and
-                # integers only, as the filter on CUE's paths leaves them (`_violations`)
-                for path, message in plans[rule.id](inp, settings):
-                    found.append(Violation(rule, tuple(path), message or rule.message))
-        except Fallback:
-            return self._evaluate(pack, rules, prune(inputs.full(), pack.reads))
-        return tuple(found)
 
     def _exempt(self, v: Violation, meta: Obj) -> Violation:
         decision = self.exemptions.decide(v.rule.id, v.rule.severity, meta, self.today)

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from compiler.common.jsondata import Obj
-from compiler.policy.views import gpus, quantities, trainjob_label
+from compiler.policy.views import canonical, gpus, resource_lists, trainjob_label
 
 Found = list[tuple[list[Any], str | None]]  # (path, message or None for the rule's message)
 Plan = Callable[[Obj, Obj], Found]
@@ -66,6 +67,7 @@ def _bool_or_null(value: Any) -> bool | None:
     return value
 
 
+@lru_cache(maxsize=4096)
 def _ref(image: str) -> tuple[str, str, bool, str]:
     """images.cue's _ref: registry, name, digest, tag."""
     slash = image.split("/")
@@ -114,17 +116,10 @@ def images_allowed_registries(inp: Obj, settings: Obj) -> Found:
     return found
 
 
+@lru_cache(maxsize=4096)
 def _extended(name: str) -> bool:
     return "/" in name and not name.startswith("kubernetes.io/") and \
         ".kubernetes.io" not in name.split("/")[0]
-
-
-def _any_extended(container: Obj) -> bool:
-    """Whether the container requests an extended resource (`quantities` keeps the names,
-    as strings)."""
-    resources = container.get("resources")
-    requests = resources.get("requests") if isinstance(resources, dict) else None
-    return isinstance(requests, dict) and any(_extended(str(name)) for name in requests)
 
 
 def resources_trainer_requests(inp: Obj, settings: Obj) -> Found:
@@ -133,7 +128,7 @@ def resources_trainer_requests(inp: Obj, settings: Obj) -> Found:
     for c in inp["containers"]:
         if c["ancestor"] == "trainer" and not c["init"] and \
                 _str(_get(c["container"], "name")) == "node" and \
-                not any(quantities(c["container"]).values()):
+                not any(resource_lists(c["container"])):
             found.append((list(c["path"]), f"the trainer container of {c['job']} sets no "
                           "resource requests or limits (set spec.trainer.resourcesPerNode)"))
     return found
@@ -143,12 +138,19 @@ def resources_extended_requests_equal_limits(inp: Obj, settings: Obj) -> Found:
     """resources.extended-requests-equal-limits"""
     found: Found = []
     for c in inp["containers"]:
-        if not _any_extended(c["container"]):
+        requests, limits = resource_lists(c["container"])
+        names = sorted(name for name in map(str, requests) if _extended(name))
+        if not names:
             continue
-        q = quantities(c["container"])
-        for name in sorted(q["requests"]):
-            request, limit = q["requests"][name], q["limits"].get(name)
-            if not _extended(name) or limit == request:
+        requests = {str(k): v for k, v in requests.items()}  # as `policy_input` keys them
+        limits = {str(k): v for k, v in limits.items()}
+        for name in names:
+            raw, raw_limit = str(requests[name]), limits.get(name)
+            if raw_limit is not None and str(raw_limit) == raw:
+                continue  # (equal strings, equal canonical quantities)
+            request = canonical(raw)
+            limit = None if raw_limit is None else canonical(str(raw_limit))
+            if limit == request:
                 continue
             message = f"{name} request {request} has no limit; set the limit equal to the " \
                 "request (pods would be rejected)" if limit is None else \
@@ -209,11 +211,21 @@ def scheduling_mpi_openmpi(inp: Obj, settings: Obj) -> Found:
              f"mpiImplementation {_str(impl)} is not supported; use OpenMPI")]
 
 
+def _security(container: Obj) -> Any:
+    """The container's securityContext: `_MISSING` when it has none, None when null."""
+    return container.get("securityContext", _MISSING)
+
+
+def _in(value: Any, key: str) -> Any:
+    """`_get(value, key)`, for the one key."""
+    return value.get(key, _MISSING) if isinstance(value, dict) else _MISSING
+
+
 def security_privileged(inp: Obj, settings: Obj) -> Found:
     """security.privileged"""
     found: Found = []
     for c in inp["containers"]:
-        privileged = _get(c["container"], "securityContext", "privileged")
+        privileged = _in(_security(c["container"]), "privileged")
         if privileged is not _MISSING and not isinstance(privileged, bool):
             raise Fallback
         if privileged is True:
@@ -221,13 +233,19 @@ def security_privileged(inp: Obj, settings: Obj) -> Found:
     return found
 
 
+_HOST = ("hostNetwork", "hostPID", "hostIPC")
+
+
 def security_host_namespaces(inp: Obj, settings: Obj) -> Found:
     """security.host-namespaces"""
     found: Found = []
     for p in inp["pods"]:
-        for field in ("hostNetwork", "hostPID", "hostIPC"):
-            value = _get(p["spec"], field)
-            if value is not _MISSING and not isinstance(value, bool):
+        spec = p["spec"]
+        for field in _HOST:
+            if field not in spec:
+                continue
+            value = spec[field]
+            if not isinstance(value, bool):
                 raise Fallback
             if value is True:
                 found.append(([*p["path"], field],
@@ -239,13 +257,13 @@ def security_host_path(inp: Obj, settings: Obj) -> Found:
     """security.host-path"""
     found: Found = []
     for p in inp["pods"]:
-        volumes = _get(p["spec"], "volumes")
+        volumes = p["spec"].get("volumes", _MISSING)
         if volumes is _MISSING:
             continue
         if not isinstance(volumes, list):
             raise Fallback
         for i, v in enumerate(volumes):
-            if _get(v, "hostPath") is not _MISSING:
+            if _in(v, "hostPath") is not _MISSING:
                 found.append(([*p["path"], "volumes", i, "hostPath"],
                               f"volume {_str(_get(v, 'name'))} is a hostPath volume: pods "
                               "must not mount node paths"))
@@ -257,7 +275,7 @@ def security_capabilities(inp: Obj, settings: Obj) -> Found:
     allowed = settings["security"]["allowedCapabilities"]
     found: Found = []
     for c in inp["containers"]:
-        add = _get(c["container"], "securityContext", "capabilities", "add")
+        add = _in(_in(_security(c["container"]), "capabilities"), "add")
         if add is _MISSING:
             continue
         if not isinstance(add, list):
@@ -273,11 +291,13 @@ def security_run_as_non_root(inp: Obj, settings: Obj) -> Found:
     """security.run-as-non-root"""
     found: Found = []
     for c in inp["containers"]:
-        own = _bool_or_null(_get(c["container"], "securityContext", "runAsNonRoot"))
-        pod = _bool_or_null(_get(c["pod"], "securityContext", "runAsNonRoot"))
+        container = c["container"]
+        own = _bool_or_null(_in(_security(container), "runAsNonRoot"))
+        pod = _bool_or_null(_in(c["pod"].get("securityContext", _MISSING), "runAsNonRoot"))
         if own is not True and not (own is None and pod is True):
             found.append(([*c["path"], "securityContext"], f"container "
-                          f"{_str(_get(c['container'], 'name'))} does not set runAsNonRoot: true"))
+                          f"{_str(container.get('name', _MISSING))} does not set "
+                          "runAsNonRoot: true"))
     return found
 
 

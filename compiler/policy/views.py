@@ -99,6 +99,21 @@ def quantities(container: Obj) -> Obj:
     return _quantities(container)
 
 
+def resource_lists(container: Obj) -> tuple[Obj, Obj]:
+    """A container's requests and limits as given (`quantities`: as `policy_input` keys them
+    by `str` and writes each value with `canonical`)."""
+    resources = container.get("resources")
+    if not isinstance(resources, dict):
+        return {}, {}
+    return _dict(resources.get("requests")), _dict(resources.get("limits"))
+
+
+def canonical(value: str) -> str:
+    """A quantity's canonical string, as `policy_input` writes requests and limits (the
+    value itself when it is no quantity)."""
+    return _canonical(value)
+
+
 def gpus(inp: Obj) -> int:
     """The `summary.gpus` of the JobSet whose `plan_input` is `inp`."""
     return sum(p["count"] * sum(_gpus(c) for c in _list(p["spec"].get("containers"))
