@@ -37,10 +37,13 @@ def _same(kind: str, obj: Any, trainjob: Any = None) -> None:
 
 def _rebuilt(plan: Obj, trainjob: Any) -> Obj:
     """A `plan_input` with what its helpers give put back where `policy_input` has it."""
-    out = dict(plan, pods=[{k: v for k, v in p.items() if k != "count"} for p in plan["pods"]],
-               containers=[{**{k: v for k, v in c.items() if k != "pod"},
+    out = dict(plan, pods=[dict(p, path=list(p["path"]), jobPath=list(p["jobPath"]))
+                           for p in plan["pods"]],
+               containers=[{**{k: v for k, v in c.items() if k != "pod"}, "path": list(c["path"]),
                             **quantities(c["container"]), "pod": c["pod"]}
                            for c in plan["containers"]])
+    for p in out["pods"]:
+        p.pop("count", None)
     if plan["kind"] == "JobSet":
         meta = _meta(trainjob or {})
         for key, value in meta["labels"].items():

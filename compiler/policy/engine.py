@@ -20,7 +20,7 @@ from compiler.common.diagnostics import Diagnostic, Location, Severity, Suppress
 from compiler.common.jsondata import Obj
 from compiler.policy import cuelib
 from compiler.policy import exemptions as ex
-from compiler.policy.native import Fallback, Plan
+from compiler.policy.native import Fallback, PackPlan
 from compiler.policy.packs import Pack, Rule
 from compiler.policy.prune import prune
 from compiler.policy.views import plan_input, policy_input
@@ -68,19 +68,18 @@ def skipped_by(rule_id: str, skips: Collection[str]) -> bool:
     return ex.names_rule(rule_id, skips)
 
 
-def _planned(plans: list[tuple[Rule, Plan]], inp: Obj, settings: Obj) -> list[Violation] | None:
-    """The violations by the rules' compiled plans; None when an input has a shape only CUE
-    decides (`Fallback`)."""
-    found: list[Violation] = []
+def _planned(plan: PackPlan, rules: list[Rule], active: frozenset[str], inp: Obj,
+             settings: Obj) -> list[Violation] | None:
+    """The violations by a pack's compiled plan, rule by rule; None when an input has a
+    shape only CUE decides (`Fallback`)."""
     try:
-        for rule, plan in plans:
-            # a plan's paths are made of the views' paths and field names: strings and
-            # integers only, as the filter on CUE's paths leaves them (`_violations`)
-            for path, message in plan(inp, settings):
-                found.append(Violation(rule, tuple(path), message or rule.message))
+        by_rule = plan(inp, settings, active)
     except Fallback:
         return None
-    return found
+    # a plan's paths are made of the views' paths and field names: strings and integers
+    # only, as the filter on CUE's paths leaves them (`_violations`)
+    return [Violation(rule, tuple(path), message or rule.message)
+            for rule in rules for path, message in by_rule[rule.id]]
 
 
 class PolicySet:
@@ -98,8 +97,7 @@ class PolicySet:
         self.today = today or datetime.datetime.now(datetime.UTC).date()
         self._memo: dict[tuple[str, tuple[str, ...], str], tuple[Violation, ...]] = {}
         self._applicable: dict[tuple[str, str, frozenset[str]], list[Rule]] = {}
-        self._packs: dict[str, list[tuple[Pack, list[Rule], list[tuple[Rule, Plan]] | None]]] \
-            = {}
+        self._packs: dict[str, list[tuple[Pack, list[Rule], frozenset[str] | None]]] = {}
         self.evaluations = 0
         self.errors: list[Diagnostic] = []
         self._reported: set[tuple[str, str]] = set()
@@ -113,10 +111,10 @@ class PolicySet:
         found: list[Violation] = []
         planned: Obj | None = None  # the plans' input and CUE's, each built when first needed
         full: Obj | None = None
-        for pack, rules, plans in self._by_kind(kind):
-            if plans is not None:
+        for pack, rules, active in self._by_kind(kind):
+            if pack.plan is not None and active is not None:
                 planned = planned if planned is not None else plan_input(kind, obj, trainjob)
-                by_plans = _planned(plans, planned, pack.settings)
+                by_plans = _planned(pack.plan, rules, active, planned, pack.settings)
                 if by_plans is not None:
                     found += by_plans
                     continue
@@ -131,14 +129,14 @@ class PolicySet:
             return found  # nothing can exempt or remark on these violations
         return [self._exempt(v, meta) for v in found]
 
-    def _by_kind(self, kind: str) -> list[tuple[Pack, list[Rule], list[tuple[Rule, Plan]] | None]]:
+    def _by_kind(self, kind: str) -> list[tuple[Pack, list[Rule], frozenset[str] | None]]:
         """The packs with rules (not skipped this run) that apply to this kind, with those
-        rules and their plans (None: CUE evaluates them)."""
+        rules and their ids when the pack's plan decides them (else None: CUE does)."""
         known = self._packs.get(kind)
         if known is None:
+            planned = self.native
             known = self._packs[kind] = [
-                (p, rules, [(r, p.plans[r.id]) for r in rules] if p.plans and self.native
-                 else None)
+                (p, rules, frozenset(r.id for r in rules) if planned and p.plan else None)
                 for p in self.packs if (rules := self._rules(p, kind, self.skip))]
         return known
 

@@ -86,7 +86,7 @@ def plan_input(kind: str, obj: Obj, trainjob: Obj | None = None) -> Obj:
     plans seldom read, which they ask for when they do: a container's canonical requests
     and limits (`quantities`), the JobSet's GPU total (`gpus`: each pod entry holds its pod
     count instead) and the TrainJob's metadata (`trainjob_label`: the entry `trainJob` is
-    the TrainJob as given). Raises where `policy_input` raises."""
+    the TrainJob as given); its paths are tuples. Raises where `policy_input` raises."""
     out, totals = _input(kind, obj, False)
     if kind == "JobSet":
         out["trainJob"] = trainjob
@@ -156,7 +156,8 @@ def _job(kind: str, path: Path, job: Obj, views: tuple[list[Obj], list[Obj]],
     entry: Obj | None = None
     if isinstance(pod, dict):
         entry = {"path": list(pod_path), "jobPath": list(path), "job": name,
-                 "ancestor": ancestor, "spec": pod}
+                 "ancestor": ancestor, "spec": pod} if full else \
+            {"path": pod_path, "jobPath": path, "job": name, "ancestor": ancestor, "spec": pod}
         pods.append(entry)
         for field, init in (("initContainers", True), ("containers", False)):
             for i, container in enumerate(_list(pod.get(field))):
@@ -165,7 +166,7 @@ def _job(kind: str, path: Path, job: Obj, views: tuple[list[Obj], list[Obj]],
                                        "ancestor": ancestor, "init": init,
                                        "container": container, **_quantities(container),
                                        "pod": pod} if full else
-                                      {"path": [*pod_path, field, i], "job": name,
+                                      {"path": (*pod_path, field, i), "job": name,
                                        "ancestor": ancestor, "init": init,
                                        "container": container, "pod": pod})
     if kind == "JobSet":
