@@ -12,8 +12,8 @@ locating.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from compiler.common.diagnostics import Diagnostic, Location, ObjectRef
 from compiler.common.jsondata import Obj, get_at, get_path
@@ -30,8 +30,7 @@ if TYPE_CHECKING:
 Path = tuple[str | int, ...]
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(NamedTuple):
     """A violation of a compiled JobSet, whether the runtime's template wrote the field, and
     (`traced`) the TrainJob field `tjc explain` traces it to when that is known without
     tracing a compile (`_trainer_image`); None: trace it."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Collection, Iterable, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from compiler.common.diagnostics import Diagnostic, Location, Severity, Suppression
 from compiler.common.jsondata import Obj
@@ -32,10 +32,11 @@ _MEMO_LIMIT = 100_000
 Path = tuple[str | int, ...]
 
 
-@dataclass(frozen=True)
-class Violation:
+class Violation(NamedTuple):
     """One rule broken by one document, at a field path inside it; `exempted` says which
-    exemption suppresses it (kind and justification), `remark` adds to the message."""
+    exemption suppresses it (kind and justification), `remark` adds to the message. (A
+    named tuple: a JobSet's violations are many and short-lived, and a tuple is made in
+    half the time of a frozen dataclass.)"""
 
     rule: Rule
     path: Path

@@ -45,6 +45,7 @@ class Fallback(Exception):
 
 
 _MISSING = object()
+_EMPTY: Obj = {}
 
 
 def _get(value: Any, *keys: str) -> Any:
@@ -135,7 +136,7 @@ def resources(inp: Obj, settings: Obj, active: Collection[str]) -> dict[str, Fou
            "resources.extended-requests-equal-limits": unequal}
     if "resources.max-nodes" in active:
         out["resources.max-nodes"] = _over(
-            inp, lambda i: i["summary"]["numNodes"], settings["resources"]["maxNumNodes"],
+            inp, _nodes, settings["resources"]["maxNumNodes"],
             ("template", "spec", "parallelism"), "trainer nodes, more than the allowed")
     if "resources.max-gpus" in active:
         out["resources.max-gpus"] = _over(
@@ -148,11 +149,13 @@ def resources(inp: Obj, settings: Obj, active: Collection[str]) -> dict[str, Fou
 def _unequal(path: Sequence[Any], requests: Obj, limits: Obj, found: Found) -> None:
     """resources.extended-requests-equal-limits for one container: its extended requests
     (by name) whose canonical quantity is not its limit's."""
-    names = sorted(name for name in map(str, requests) if _extended(name))
+    names, plain = _extended_names(tuple(requests))
     if not names:
         return
-    requests = {str(k): v for k, v in requests.items()}  # as `policy_input` keys them
-    limits = {str(k): v for k, v in limits.items()}
+    if not plain:  # as `policy_input` keys them
+        requests = {str(k): v for k, v in requests.items()}
+    if not _extended_names(tuple(limits))[1]:
+        limits = {str(k): v for k, v in limits.items()}
     for name in names:
         raw, raw_limit = str(requests[name]), limits.get(name)
         if raw_limit is not None and str(raw_limit) == raw:
@@ -166,6 +169,20 @@ def _unequal(path: Sequence[Any], requests: Obj, limits: Obj, found: Found) -> N
             f"{name} request {request} differs from its limit {limit}; pods would be " \
             "rejected"
         found.append(((*path, "resources", "requests", name), message))
+
+
+@lru_cache(maxsize=4096)
+def _extended_names(keys: tuple[Any, ...]) -> tuple[tuple[str, ...], bool]:
+    """The extended resource names of a requests map with these keys, as `policy_input`
+    keys them (`str`), sorted; and whether every key is a string already. (Equal key tuples
+    give the same answer: keys that are equal but of different types are numbers or
+    booleans, which name no extended resource.)"""
+    return tuple(sorted({name for name in map(str, keys) if _extended(name)})), \
+        all(isinstance(k, str) for k in keys)
+
+
+def _nodes(inp: Obj) -> int:
+    return int(inp["summary"]["numNodes"])
 
 
 def _over(inp: Obj, total: Callable[[Obj], int], bound: Any, tail: tuple[str, ...],
@@ -235,18 +252,20 @@ def _containers(inp: Obj, settings: Obj, active: Collection[str]) -> dict[str, F
     as_root: Found = []
     for c in inp["containers"]:
         container = c["container"]
-        context = container.get("securityContext", _MISSING)
-        if privileged:
-            value = _in(context, "privileged")
-            if value is not _MISSING and not isinstance(value, bool):
+        context = container.get("securityContext")
+        if not isinstance(context, dict):  # (none: not privileged, adds nothing, own null)
+            context = _EMPTY
+        if privileged and "privileged" in context:
+            value = context["privileged"]
+            if not isinstance(value, bool):
                 raise Fallback
             if value is True:
                 runs_privileged.append(((*c["path"], "securityContext", "privileged"), None))
-        if capable:
-            _capabilities(c["path"], _in(_in(context, "capabilities"), "add"), allowed,
+        if capable and "capabilities" in context:
+            _capabilities(c["path"], _in(context["capabilities"], "add"), allowed,
                           capabilities)
         if non_root:
-            own = _bool_or_null(_in(context, "runAsNonRoot"))
+            own = _bool_or_null(context.get("runAsNonRoot"))
             pod = _bool_or_null(_in(c["pod"].get("securityContext", _MISSING), "runAsNonRoot"))
             if own is not True and not (own is None and pod is True):
                 as_root.append(((*c["path"], "securityContext"), f"container "
