@@ -70,17 +70,19 @@ def skipped_by(rule_id: str, skips: Collection[str]) -> bool:
 
 
 def _planned(plan: PackPlan, rules: list[Rule], active: frozenset[str], inp: Obj,
-             settings: Obj) -> list[Violation] | None:
-    """The violations by a pack's compiled plan, rule by rule; None when an input has a
-    shape only CUE decides (`Fallback`)."""
+             settings: Obj, found: list[Violation]) -> bool:
+    """Adds the violations by a pack's compiled plan to `found`, rule by rule; False (and
+    nothing added) when an input has a shape only CUE decides (`Fallback`)."""
     try:
         by_rule = plan(inp, settings, active)
     except Fallback:
-        return None
-    # a plan's paths are made of the views' paths and field names: strings and integers
-    # only, as the filter on CUE's paths leaves them (`_violations`)
-    return [Violation(rule, tuple(path), message or rule.message)
-            for rule in rules for path, message in by_rule[rule.id]]
+        return False
+    for rule in rules:
+        # a plan's paths are made of the views' paths and field names: strings and integers
+        # only, as the filter on CUE's paths leaves them (`_violations`)
+        for path, message in by_rule[rule.id]:
+            found.append(Violation(rule, tuple(path), message or rule.message))
+    return True
 
 
 class PolicySet:
@@ -115,9 +117,7 @@ class PolicySet:
         for pack, rules, active in self._by_kind(kind):
             if pack.plan is not None and active is not None:
                 planned = planned if planned is not None else plan_input(kind, obj, trainjob)
-                by_plans = _planned(pack.plan, rules, active, planned, pack.settings)
-                if by_plans is not None:
-                    found += by_plans
+                if _planned(pack.plan, rules, active, planned, pack.settings, found):
                     continue
             full = full if full is not None else policy_input(kind, obj, trainjob)
             found += self._evaluate(pack, rules, prune(full, pack.reads))

@@ -11,7 +11,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from compiler.common.jsondata import Obj, get_path
+from compiler.common.jsondata import Obj, get_at
 from compiler.core.context import ANCESTOR_LABEL
 from compiler.kube.quantity import QuantityError, canonical_string, parse
 
@@ -132,50 +132,90 @@ def _input(kind: str, obj: Obj, full: bool) -> tuple[Obj, list[int]]:
     containers: list[Obj] = []
     totals = [0, 0, 0]  # trainer nodes, GPUs over all pods, replicatedJobs
     base = _JOBS.get(kind)
-    spec = get_path(obj, *base) if base is not None else None
+    spec = get_at(obj, base) if base is not None else None
     if base is not None and isinstance(spec, dict):
-        for i, job in enumerate(_list(spec.get("replicatedJobs"))):
+        jobs = spec.get("replicatedJobs")
+        for i, job in enumerate(jobs if isinstance(jobs, list) else ()):
             if isinstance(job, dict):
-                _job(kind, (*base, "replicatedJobs", i), job, (pods, containers), totals, full)
+                if full:
+                    _job(kind, (*base, "replicatedJobs", i), job, (pods, containers), totals)
+                else:
+                    _plan_job(kind, (*base, "replicatedJobs", i), job, (pods, containers),
+                              totals)
     return {"kind": kind, "object": obj, "pods": pods, "containers": containers}, totals
 
 
-def _job(kind: str, path: Path, job: Obj, views: tuple[list[Obj], list[Obj]],
-         totals: list[int], full: bool) -> None:
-    """One replicatedJob's pod template and containers, and (for a JobSet) its share of the
-    totals (`full`: as `policy_input` has them, else as `plan_input`)."""
-    pods, containers = views
-    template = _dict(job.get("template"))
+def _parts(job: Obj) -> tuple[Any, Any, str]:
+    """A replicatedJob's Job spec, pod spec and ancestor label ("" if none)."""
+    template = job.get("template")
+    if not isinstance(template, dict):
+        return None, None, ""
     job_spec = template.get("spec")
-    pod = _dict(job_spec).get("template")
-    pod = _dict(pod).get("spec")
-    ancestor = _dict(_dict(template.get("metadata")).get("labels")).get(ANCESTOR_LABEL)
-    ancestor = ancestor if isinstance(ancestor, str) else ""
+    pod = job_spec.get("template") if isinstance(job_spec, dict) else None
+    pod = pod.get("spec") if isinstance(pod, dict) else None
+    meta = template.get("metadata")
+    labels = meta.get("labels") if isinstance(meta, dict) else None
+    ancestor = labels.get(ANCESTOR_LABEL) if isinstance(labels, dict) else None
+    return job_spec, pod, ancestor if isinstance(ancestor, str) else ""
+
+
+def _job(kind: str, path: Path, job: Obj, views: tuple[list[Obj], list[Obj]],
+         totals: list[int]) -> None:
+    """One replicatedJob's pod template and containers, and (for a JobSet) its share of the
+    totals, as `policy_input` has them."""
+    pods, containers = views
+    job_spec, pod, ancestor = _parts(job)
     name = str(job.get("name", ""))
     pod_path = (*path, "template", "spec", "template", "spec")
-    entry: Obj | None = None
     if isinstance(pod, dict):
-        entry = {"path": list(pod_path), "jobPath": list(path), "job": name,
-                 "ancestor": ancestor, "spec": pod} if full else \
-            {"path": pod_path, "jobPath": path, "job": name, "ancestor": ancestor, "spec": pod}
-        pods.append(entry)
+        pods.append({"path": list(pod_path), "jobPath": list(path), "job": name,
+                     "ancestor": ancestor, "spec": pod})
         for field, init in (("initContainers", True), ("containers", False)):
             for i, container in enumerate(_list(pod.get(field))):
                 if isinstance(container, dict):
                     containers.append({"path": [*pod_path, field, i], "job": name,
                                        "ancestor": ancestor, "init": init,
                                        "container": container, **_quantities(container),
-                                       "pod": pod} if full else
-                                      {"path": (*pod_path, field, i), "job": name,
+                                       "pod": pod})
+    if kind == "JobSet":
+        totals[2] += 1
+        pod_count = int(job.get("replicas") or 1) * int(_dict(job_spec).get("parallelism") or 1)
+        totals[1] += pod_count * sum(_gpus(c) for c in _list(_dict(pod).get("containers"))
+                                     if isinstance(c, dict))
+        if ancestor == "trainer":
+            totals[0] += pod_count
+
+
+def _plan_job(kind: str, path: Path, job: Obj, views: tuple[list[Obj], list[Obj]],
+              totals: list[int]) -> None:
+    """`_job` as `plan_input` has it: paths as tuples, no canonical quantities, each pod's
+    count instead of the GPU total."""
+    pods, containers = views
+    job_spec, pod, ancestor = _parts(job)
+    name = str(job.get("name", ""))
+    pod_path = (*path, "template", "spec", "template", "spec")
+    entry: Obj | None = None
+    if isinstance(pod, dict):
+        entry = {"path": pod_path, "jobPath": path, "job": name, "ancestor": ancestor,
+                 "spec": pod}
+        pods.append(entry)
+        for field, init in _LISTS:
+            listed = pod.get(field)
+            if not isinstance(listed, list):
+                continue
+            for i, container in enumerate(listed):
+                if isinstance(container, dict):
+                    containers.append({"path": (*pod_path, field, i), "job": name,
                                        "ancestor": ancestor, "init": init,
                                        "container": container, "pod": pod})
     if kind == "JobSet":
         totals[2] += 1
-        pod_count = int(job.get("replicas") or 1) * int(_dict(job_spec).get("parallelism") or 1)
-        if full:
-            totals[1] += pod_count * sum(_gpus(c) for c in _list(_dict(pod).get("containers"))
-                                         if isinstance(c, dict))
-        elif entry is not None:
+        parallelism = job_spec.get("parallelism") if isinstance(job_spec, dict) else None
+        pod_count = int(job.get("replicas") or 1) * int(parallelism or 1)
+        if entry is not None:
             entry["count"] = pod_count
         if ancestor == "trainer":
             totals[0] += pod_count
+
+
+_LISTS = (("initContainers", True), ("containers", False))
