@@ -72,12 +72,14 @@ class TemplateValues:
                 self._known.clear()
             known = self._known[id(runtime)] = (runtime, {})
         values = known[1]
-        if path not in values:
-            values[path] = get_at(runtime, path[1:])
-        return bool(get_at(jobset, path) == values[path])
+        value = values.get(path, _UNREAD)
+        if value is _UNREAD:
+            value = values[path] = get_at(runtime, path[1:])
+        return bool(get_at(jobset, path) == value)
 
 
 _TEMPLATE_LIMIT = 10_000  # runtimes
+_UNREAD = object()
 
 
 class PolicyChecker:
