@@ -61,6 +61,12 @@ def _odd_runtimes() -> list[Obj]:
         {"image": "registry.example.com/team/img@sha256:abc"},
         {"image": "ubuntu", "resources": {"requests": {"example.com/fpga": "1"},
                                           "limits": {"example.com/fpga": "2"}}},
+        {"resources": {"requests": {"example.com/fpga": "1000m", "example.com/b": 2,
+                                    "example.com/c": "1", "nvidia.com/gpu": "1",
+                                    "kubernetes.io/x": "1", "a.kubernetes.io/y": "1"},
+                       "limits": {"example.com/fpga": "1", "example.com/b": "2",
+                                  "nvidia.com/gpu": "2Ki", "cpu": "1"}}},
+        {"resources": {"requests": {"example.com/x": "bad"}, "limits": {"example.com/x": "0"}}},
     ]
     for container_edit in containers:
         runtime = copy.deepcopy(base)
@@ -96,7 +102,7 @@ def _jobsets(n: int) -> list[tuple[Obj, Obj]]:
 @pytest.mark.parametrize("settings", SETTINGS)
 def test_plans_give_what_cue_gives(settings: Obj) -> None:
     packs = Loader(settings).load_all(pack_files([], builtin=True))
-    assert all(p.plans for p in packs)
+    assert all(p.plan is not None for p in packs)
     cue, planned = (PolicySet(packs, settings=settings, native=flag) for flag in (False, True))
     jobsets = _jobsets(150)
     big = copy.deepcopy(jobsets[0])
@@ -104,7 +110,13 @@ def test_plans_give_what_cue_gives(settings: Obj) -> None:
                                         for i in range(9)]
     big[1]["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "q"}
     fired: set[str] = set()
-    for jobset, job in [*jobsets, big]:
+    bare = [copy.deepcopy(jobsets[0]) for _ in range(2)]
+    for (jobset, _), resources in zip(bare, [None, {"requests": {}, "limits": "none"}],
+                                      strict=True):
+        for replicated in jobset["spec"]["replicatedJobs"]:
+            for container in replicated["template"]["spec"]["template"]["spec"]["containers"]:
+                container["resources"] = resources
+    for jobset, job in [*jobsets, big, *bare]:
         want = _found(cue, "JobSet", jobset, job)
         assert _found(planned, "JobSet", jobset, job) == want
         fired |= {f[0] for f in want if isinstance(f, tuple)}
@@ -114,6 +126,7 @@ def test_plans_give_what_cue_gives(settings: Obj) -> None:
         assert _found(planned, runtime["kind"], runtime) == want, runtime
         fired |= {f[0] for f in want if isinstance(f, tuple)}
     expected = {"images.tag", "resources.extended-requests-equal-limits",
+                "resources.trainer-requests",
                 "scheduling.kueue-replicated-jobs", "scheduling.one-pod-group-policy",
                 "scheduling.mpi-openmpi", "security.privileged", "security.host-namespaces",
                 "security.host-path", "security.capabilities", "security.run-as-non-root"}
@@ -127,12 +140,33 @@ def test_every_builtin_pack_has_plans_for_its_exact_source() -> None:
     for path in sorted(BUILTIN_DIR.glob("*.cue")):
         assert native.DIGESTS.get(path.stem) == native.digest(path.read_bytes()), path.name
     changed = BUILTIN_DIR / "images.cue"
-    assert native.plans_for(changed, changed.read_bytes() + b"\n", ["images.tag"]) is None
+    assert native.plan_for(changed, changed.read_bytes() + b"\n", ["images.tag"]) is None
+    assert native.plan_for(changed, changed.read_bytes(), ["images.tag", "images.other"]) is None
 
 
 def test_a_plan_hands_odd_shapes_to_cue() -> None:
     inp = {"containers": [{"container": {"image": 5}, "path": []}]}
     with pytest.raises(native.Fallback):
-        native.images_tag(inp, {})
+        native.images(inp, {"images": {"allowedRegistries": None}}, {"images.tag"})
+    pods = {"pods": [{"spec": {"hostPID": None}, "path": []}]}
     with pytest.raises(native.Fallback):
-        native.security_host_namespaces({"pods": [{"spec": {"hostPID": None}, "path": []}]}, {})
+        native.security(pods, {}, {"security.host-namespaces"})
+    # a rule not asked for does not look at the input
+    assert native.security(pods, {}, {"security.host-path"}) == {
+        "security.host-namespaces": [], "security.host-path": []}
+
+
+@pytest.mark.parametrize("skip", [["security.privileged", "images.tag", "scheduling"],
+                                  ["security.run-as-non-root", "resources.trainer-requests",
+                                   "security.host-namespaces"]])
+def test_plans_give_what_cue_gives_with_rules_skipped(skip: list[str]) -> None:
+    settings = SETTINGS[1]
+    packs = Loader(settings).load_all(pack_files([], builtin=True))
+    cue, planned = (PolicySet(packs, skip, settings=settings, native=flag)
+                    for flag in (False, True))
+    for jobset, job in _jobsets(20):
+        assert _found(planned, "JobSet", jobset, job) == _found(cue, "JobSet", jobset, job)
+    for runtime in [d.data for d in builtin_runtimes()] + _odd_runtimes():
+        want = _found(cue, runtime["kind"], runtime)
+        assert _found(planned, runtime["kind"], runtime) == want, runtime
+        assert not any(isinstance(f, tuple) and f[0] in skip for f in want)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import copy
 import json
 import random
-from dataclasses import replace
 from typing import Any
 
 from bench.corpus import corpus
@@ -108,7 +107,7 @@ def test_the_shortcut_locates_as_the_traced_compile() -> None:
                 continue
             jobset: Any = next(o for o in compiled.objects if o.get("kind") == "JobSet")
             findings = jobset_findings(checker.policies, data, entry.get(), jobset)
-            plain = [replace(f, traced=None) for f in findings]
+            plain = [f._replace(traced=None) for f in findings]
             want = checker.locate(doc, entry.doc, plain, entry.get())
             assert checker.locate(doc, entry.doc, findings, entry.get()) == want
             shortcut += sum(f.traced is not None for f in findings)

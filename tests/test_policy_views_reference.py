@@ -1,7 +1,9 @@
 """The one-pass `policy_input` builds what the three-view version (`tests.reference_views`)
 built, key for key and in the same order (its `repr`, which the CUE memo keys on, is equal):
 on JobSets compiled from a generated corpus, the built-in and generated runtimes, runtimes of
-odd shapes, and hand-made JobSets of shapes a compile never gives."""
+odd shapes, and hand-made JobSets of shapes a compile never gives. The plans' input
+(`plan_input`) is that input with a few parts left to helpers: with what the helpers give put
+back, it is the same."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import pytest
 from bench.corpus import corpus
 from compiler.common.jsondata import Obj
 from compiler.io.builtin import builtin_runtimes
-from compiler.policy.views import policy_input
+from compiler.policy.views import _meta, gpus, plan_input, policy_input, quantities, trainjob_label
 from tests import reference_views
 from tests.test_native_plans import _jobsets, _odd_runtimes
 
@@ -26,8 +28,32 @@ def _same(kind: str, obj: Any, trainjob: Any = None) -> None:
     except (TypeError, ValueError) as exc:
         with pytest.raises(type(exc)):
             policy_input(kind, obj, trainjob)
+        with pytest.raises(type(exc)):
+            plan_input(kind, obj, trainjob)
         return
     assert repr(policy_input(kind, obj, trainjob)) == want
+    assert repr(_rebuilt(plan_input(kind, obj, trainjob), trainjob)) == want
+
+
+def _rebuilt(plan: Obj, trainjob: Any) -> Obj:
+    """A `plan_input` with what its helpers give put back where `policy_input` has it."""
+    out = dict(plan, pods=[dict(p, path=list(p["path"]), jobPath=list(p["jobPath"]))
+                           for p in plan["pods"]],
+               containers=[{**{k: v for k, v in c.items() if k != "pod"}, "path": list(c["path"]),
+                            **quantities(c["container"]), "pod": c["pod"]}
+                           for c in plan["containers"]])
+    for p in out["pods"]:
+        p.pop("count", None)
+    if plan["kind"] == "JobSet":
+        meta = _meta(trainjob or {})
+        for key, value in meta["labels"].items():
+            assert trainjob_label(plan, key) == value
+        assert trainjob_label(plan, "no/such-label") is None
+        summary = plan["summary"]
+        out["trainJob"] = meta
+        out["summary"] = {"numNodes": summary["numNodes"], "gpus": gpus(plan),
+                          "replicatedJobs": summary["replicatedJobs"]}
+    return out
 
 
 def _odd_jobsets() -> list[Obj]:

@@ -12,8 +12,8 @@ locating.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from compiler.common.diagnostics import Diagnostic, Location, ObjectRef
 from compiler.common.jsondata import Obj, get_at, get_path
@@ -30,8 +30,7 @@ if TYPE_CHECKING:
 Path = tuple[str | int, ...]
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(NamedTuple):
     """A violation of a compiled JobSet, whether the runtime's template wrote the field, and
     (`traced`) the TrainJob field `tjc explain` traces it to when that is known without
     tracing a compile (`_trainer_image`); None: trace it."""
@@ -42,14 +41,45 @@ class Finding:
 
 
 def jobset_findings(policies: PolicySet, trainjob: Obj, prepared: PreparedRuntime,
-                    jobset: Obj) -> list[Finding]:
-    """The violations of the JobSet compiled from a (defaulted) TrainJob."""
+                    jobset: Obj, template: TemplateValues | None = None) -> list[Finding]:
+    """The violations of the JobSet compiled from a (defaulted) TrainJob (`template`: the
+    runtimes' template values already read, kept across calls)."""
     out = []
+    template = template if template is not None else TemplateValues()
     for v in policies.check("JobSet", jobset, trainjob):
-        from_runtime = _from_runtime(v.path, jobset, prepared)
+        from_runtime = template.holds(v.path, jobset, prepared)
         out.append(Finding(v, from_runtime,
                            None if from_runtime else _trainer_image(v.path, jobset, trainjob)))
     return out
+
+
+class TemplateValues:
+    """What runtimes' JobSet templates hold at violations' paths: a prepared runtime is
+    read-only and shared by every TrainJob that uses it, and the same paths come back in
+    each of their JobSets."""
+
+    def __init__(self) -> None:
+        self._known: dict[int, tuple[Obj, dict[Path, Any]]] = {}
+
+    def holds(self, path: Path, jobset: Obj, prepared: PreparedRuntime) -> bool:
+        """Whether a JobSet holds at `path` exactly what the runtime's template holds."""
+        if len(path) < 2 or path[0] != "spec":
+            return False
+        runtime = prepared.spec
+        known = self._known.get(id(runtime))
+        if known is None or known[0] is not runtime:
+            if len(self._known) >= _TEMPLATE_LIMIT:
+                self._known.clear()
+            known = self._known[id(runtime)] = (runtime, {})
+        values = known[1]
+        value = values.get(path, _UNREAD)
+        if value is _UNREAD:
+            value = values[path] = get_at(runtime, path[1:])
+        return bool(get_at(jobset, path) == value)
+
+
+_TEMPLATE_LIMIT = 10_000  # runtimes
+_UNREAD = object()
 
 
 class PolicyChecker:
@@ -58,11 +88,13 @@ class PolicyChecker:
     def __init__(self, policies: PolicySet) -> None:
         self.policies = policies
         self._emitted: set[Diagnostic] = set()
+        self._emitted_ids: set[int] = set()
         # A runtime template's violation is found again in every JobSet made from it, and
         # located the same way each time: kept per runtime (which the value keeps alive).
         self._at_runtime: dict[tuple[int, int, Path, str, Any], tuple[Document, Diagnostic]] \
             = {}
         self._views: bool | None = None
+        self._template = TemplateValues()
 
     def document(self, doc: Document, data: Obj) -> list[Diagnostic]:
         """Violations of a TrainJob or runtime (defaulted `data`), located in `doc`."""
@@ -74,7 +106,7 @@ class PolicyChecker:
                jobset: Obj) -> list[Diagnostic]:
         """Violations of the JobSet compiled from a TrainJob, located in the inputs."""
         return self.locate(tj, runtime, jobset_findings(self.policies, trainjob, prepared,
-                                                        jobset), prepared)
+                                                        jobset, self._template), prepared)
 
     def views_suffice(self) -> bool:
         """Whether a JobSet's policy view (`CompileOptions.policy_view`) gives its
@@ -90,7 +122,7 @@ class PolicyChecker:
         """`jobset` for the policy view of the JobSet (when `views_suffice`), or None when a
         violation's field holds what the view leaves out: compile in full and call
         `jobset`."""
-        findings = jobset_findings(self.policies, trainjob, prepared, view)
+        findings = jobset_findings(self.policies, trainjob, prepared, view, self._template)
         if not all(viewed.holds_in_view(f.violation.path) for f in findings):
             return None
         return self.locate(tj, runtime, findings, prepared)
@@ -134,9 +166,12 @@ class PolicyChecker:
         out = []
         for d in diagnostics:
             if d.subject == "policy":
-                if d in self._emitted:
+                # (the very object emitted before, as `_in_runtime` gives it again, is known
+                # by identity: `_emitted` keeps it alive, so its id is not reused)
+                if id(d) in self._emitted_ids or d in self._emitted:
                     continue
                 self._emitted.add(d)
+                self._emitted_ids.add(id(d))
             out.append(d)
         return out
 
@@ -144,14 +179,6 @@ class PolicyChecker:
 def _with(v: Violation, where: Location, ref: ObjectRef, path: Path | None = None) -> Diagnostic:
     d = v.diagnostic().at(where)
     return replace(d, path=d.path if path is None else path, obj=ref)
-
-
-def _from_runtime(path: Path, jobset: Obj, prepared: PreparedRuntime) -> bool:
-    """Whether the JobSet holds at `path` exactly what the runtime's template holds."""
-    if len(path) < 2 or path[0] != "spec":
-        return False
-    rest = path[1:]
-    return bool(get_at(jobset.get("spec"), rest) == get_at(prepared.spec, rest))
 
 
 _CONTAINERS = ("template", "spec", "template", "spec", "containers")

@@ -16,7 +16,7 @@ from typing import Any
 
 from compiler.common.diagnostics import Diagnostic, Location, Severity
 from compiler.policy import cache, cuelib, native
-from compiler.policy.native import Plan
+from compiler.policy.native import PackPlan
 from compiler.policy.prune import Node, trie
 
 BUILTIN_DIR = Path(__file__).resolve().parent.parent / "policies"
@@ -37,7 +37,7 @@ class Rule:
 
 @dataclass
 class Pack:
-    """A loaded pack: rules, read trie, resolved settings, the compiled plans of its rules
+    """A loaded pack: rules, read trie, resolved settings, the compiled plan of its rules
     (`native`, when it is a built-in pack unchanged) and its evaluator value (settings filled
     in), compiled on first use: a run whose plans decide every input never loads CUE."""
 
@@ -47,7 +47,7 @@ class Pack:
     reads: Node
     path: Path
     settings: dict[str, Any]
-    plans: dict[str, Plan] | None
+    plan: PackPlan | None
     compile: Callable[[], cuelib.Value]
     _value: cuelib.Value | None = None
 
@@ -156,9 +156,9 @@ class Loader:
                  for rid, r in facts["index"].items()}
         reads = facts["reads"]
         reads_trie = trie(reads.get("paths") or [], reads.get("shapes") or [])
-        plans = native.plans_for(path, source, list(rules))
+        plan = native.plan_for(path, source, list(rules))
         return Pack(path.stem, file, rules, reads_trie, path.resolve(), facts["settings"],
-                    plans, lambda: self._compile(source, file), value)
+                    plan, lambda: self._compile(source, file), value)
 
     def load_all(self, paths: Sequence[Path]) -> list[Pack]:
         """Every pack, or `PolicyLoadError` with the problems of all of them; a rule id

@@ -89,7 +89,7 @@ def run_case(case: Case, files: Sequence[Path]) -> Outcome:
         return Outcome(case, False, f"no loaded pack defines rule {case.rule}")
     found = _diagnostics(case, PolicySet(packs, settings=settings, exemptions=exemptions,
                                          native=False))
-    if any(p.plans for p in packs):
+    if any(p.plan is not None for p in packs):
         planned = _diagnostics(case, PolicySet(packs, settings=settings, exemptions=exemptions))
         if planned != found:
             differ = next((d for d in planned + found if (d in planned) != (d in found)), None)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from compiler.common.jsondata import Obj, get_path
+from compiler.common.jsondata import Obj, get_at
 from compiler.core.context import ANCESTOR_LABEL
 from compiler.kube.quantity import QuantityError, canonical_string, parse
 
@@ -74,32 +74,97 @@ def policy_input(kind: str, obj: Obj, trainjob: Obj | None = None) -> Obj:
     """The `input` a rule sees for one document (a JobSet also gets its TrainJob): every pod
     template, every container and (for a JobSet) the totals, in one pass over the
     replicatedJobs."""
-    pods: list[Obj] = []
-    containers: list[Obj] = []
-    totals = [0, 0, 0]  # trainer nodes, GPUs over all pods, replicatedJobs
-    base = _JOBS.get(kind)
-    spec = get_path(obj, *base) if base is not None else None
-    if base is not None and isinstance(spec, dict):
-        for i, job in enumerate(_list(spec.get("replicatedJobs"))):
-            if isinstance(job, dict):
-                _job(kind, (*base, "replicatedJobs", i), job, pods, containers, totals)
-    out: Obj = {"kind": kind, "object": obj, "pods": pods, "containers": containers}
+    out, totals = _input(kind, obj, True)
     if kind == "JobSet":
         out["trainJob"] = _meta(trainjob or {})
         out["summary"] = {"numNodes": totals[0], "gpus": totals[1], "replicatedJobs": totals[2]}
     return out
 
 
-def _job(kind: str, path: Path, job: Obj, pods: list[Obj], containers: list[Obj],
+def plan_input(kind: str, obj: Obj, trainjob: Obj | None = None) -> Obj:
+    """`policy_input` as the built-in rules' plans (`native`) read it, without what those
+    plans seldom read, which they ask for when they do: a container's canonical requests
+    and limits (`quantities`), the JobSet's GPU total (`gpus`: each pod entry holds its pod
+    count instead) and the TrainJob's metadata (`trainjob_label`: the entry `trainJob` is
+    the TrainJob as given); its paths are tuples. Raises where `policy_input` raises."""
+    out, totals = _input(kind, obj, False)
+    if kind == "JobSet":
+        out["trainJob"] = trainjob
+        out["summary"] = {"numNodes": totals[0], "replicatedJobs": totals[2]}
+    return out
+
+
+def quantities(container: Obj) -> Obj:
+    """A container's `requests` and `limits` as `policy_input` gives them."""
+    return _quantities(container)
+
+
+def resource_lists(container: Obj) -> tuple[Obj, Obj]:
+    """A container's requests and limits as given (`quantities`: as `policy_input` keys them
+    by `str` and writes each value with `canonical`)."""
+    resources = container.get("resources")
+    if not isinstance(resources, dict):
+        return {}, {}
+    return _dict(resources.get("requests")), _dict(resources.get("limits"))
+
+
+def canonical(value: str) -> str:
+    """A quantity's canonical string, as `policy_input` writes requests and limits (the
+    value itself when it is no quantity)."""
+    return _canonical(value)
+
+
+def gpus(inp: Obj) -> int:
+    """The `summary.gpus` of the JobSet whose `plan_input` is `inp`."""
+    return sum(p["count"] * sum(_gpus(c) for c in _list(p["spec"].get("containers"))
+                                if isinstance(c, dict)) for p in inp["pods"])
+
+
+def trainjob_label(inp: Obj, key: str) -> str | None:
+    """The label `key` of the TrainJob in a JobSet's `plan_input`, as `policy_input`'s
+    `trainJob.labels` holds it; None: no such label."""
+    labels = _dict(_dict((inp["trainJob"] or {}).get("metadata")).get("labels"))
+    return str(labels[key]) if key in labels else None
+
+
+def _input(kind: str, obj: Obj, full: bool) -> tuple[Obj, list[int]]:
+    pods: list[Obj] = []
+    containers: list[Obj] = []
+    totals = [0, 0, 0]  # trainer nodes, GPUs over all pods, replicatedJobs
+    base = _JOBS.get(kind)
+    spec = get_at(obj, base) if base is not None else None
+    if base is not None and isinstance(spec, dict):
+        jobs = spec.get("replicatedJobs")
+        for i, job in enumerate(jobs if isinstance(jobs, list) else ()):
+            if isinstance(job, dict):
+                if full:
+                    _job(kind, (*base, "replicatedJobs", i), job, (pods, containers), totals)
+                else:
+                    _plan_job(kind, (*base, "replicatedJobs", i), job, (pods, containers),
+                              totals)
+    return {"kind": kind, "object": obj, "pods": pods, "containers": containers}, totals
+
+
+def _parts(job: Obj) -> tuple[Any, Any, str]:
+    """A replicatedJob's Job spec, pod spec and ancestor label ("" if none)."""
+    template = job.get("template")
+    if not isinstance(template, dict):
+        return None, None, ""
+    job_spec = template.get("spec")
+    pod = job_spec.get("template") if isinstance(job_spec, dict) else None
+    pod = pod.get("spec") if isinstance(pod, dict) else None
+    meta = template.get("metadata")
+    labels = meta.get("labels") if isinstance(meta, dict) else None
+    ancestor = labels.get(ANCESTOR_LABEL) if isinstance(labels, dict) else None
+    return job_spec, pod, ancestor if isinstance(ancestor, str) else ""
+
+
+def _job(kind: str, path: Path, job: Obj, views: tuple[list[Obj], list[Obj]],
          totals: list[int]) -> None:
     """One replicatedJob's pod template and containers, and (for a JobSet) its share of the
-    totals."""
-    template = _dict(job.get("template"))
-    job_spec = template.get("spec")
-    pod = _dict(job_spec).get("template")
-    pod = _dict(pod).get("spec")
-    ancestor = _dict(_dict(template.get("metadata")).get("labels")).get(ANCESTOR_LABEL)
-    ancestor = ancestor if isinstance(ancestor, str) else ""
+    totals, as `policy_input` has them."""
+    pods, containers = views
+    job_spec, pod, ancestor = _parts(job)
     name = str(job.get("name", ""))
     pod_path = (*path, "template", "spec", "template", "spec")
     if isinstance(pod, dict):
@@ -119,3 +184,38 @@ def _job(kind: str, path: Path, job: Obj, pods: list[Obj], containers: list[Obj]
                                      if isinstance(c, dict))
         if ancestor == "trainer":
             totals[0] += pod_count
+
+
+def _plan_job(kind: str, path: Path, job: Obj, views: tuple[list[Obj], list[Obj]],
+              totals: list[int]) -> None:
+    """`_job` as `plan_input` has it: paths as tuples, no canonical quantities, each pod's
+    count instead of the GPU total."""
+    pods, containers = views
+    job_spec, pod, ancestor = _parts(job)
+    name = str(job.get("name", ""))
+    pod_path = (*path, "template", "spec", "template", "spec")
+    entry: Obj | None = None
+    if isinstance(pod, dict):
+        entry = {"path": pod_path, "jobPath": path, "job": name, "ancestor": ancestor,
+                 "spec": pod}
+        pods.append(entry)
+        for field, init in _LISTS:
+            listed = pod.get(field)
+            if not isinstance(listed, list):
+                continue
+            for i, container in enumerate(listed):
+                if isinstance(container, dict):
+                    containers.append({"path": (*pod_path, field, i), "job": name,
+                                       "ancestor": ancestor, "init": init,
+                                       "container": container, "pod": pod})
+    if kind == "JobSet":
+        totals[2] += 1
+        parallelism = job_spec.get("parallelism") if isinstance(job_spec, dict) else None
+        pod_count = int(job.get("replicas") or 1) * int(parallelism or 1)
+        if entry is not None:
+            entry["count"] = pod_count
+        if ancestor == "trainer":
+            totals[0] += pod_count
+
+
+_LISTS = (("initContainers", True), ("containers", False))
