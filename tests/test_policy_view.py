@@ -15,7 +15,7 @@ import pytest
 
 from bench.corpus import corpus
 from compiler.common.jsondata import Obj
-from compiler.core.compile import compile_defaulted
+from compiler.core.compile import POLICY_VIEW, compile_defaulted, policy_view
 from compiler.core.context import VIEW_SKIPS
 from compiler.io.builtin import builtin_runtimes
 from compiler.io.loader import Document, Source, iter_source
@@ -24,7 +24,7 @@ from compiler.policy.engine import PolicySet
 from compiler.policy.packs import Loader, pack_files
 from compiler.policy.prune import trie
 from compiler.policy.viewed import holds_in_view, reads_in_view
-from compiler.validate.documents import POLICY_VIEW, Validator, prepare
+from compiler.validate.documents import Validator, prepare
 from tests import goldenfile
 
 
@@ -59,7 +59,7 @@ def _strip(jobset: Obj) -> Obj:
 
 
 def test_the_view_is_the_jobset_without_the_skipped_fields() -> None:
-    checker, smaller, compared = _checker(), 0, 0
+    checker, smaller, compared, errors = _checker(), 0, 0, 0
     for sources in _sources():
         validator, _ = prepare(sources, list(builtin_runtimes()), policies=checker)
         for doc in _trainjobs(sources):
@@ -70,6 +70,9 @@ def test_the_view_is_the_jobset_without_the_skipped_fields() -> None:
             full = compile_defaulted(data, entry.get())
             view = compile_defaulted(data, entry.get(), options=POLICY_VIEW)
             assert [d.text() for d in view.diagnostics] == [d.text() for d in full.diagnostics]
+            jobsets = [o for o in view.objects if o["kind"] == "JobSet"]
+            assert policy_view(data, entry.get()) == (jobsets[0] if jobsets else None)
+            errors += not view.ok
             # the view builds no MPI hostfile ConfigMap (nothing checks it); the rest is the same
             kept = [o for o in full.objects if not (o["kind"] == "ConfigMap" and str(
                 o["metadata"]["name"]).endswith("-mpi-hostfile"))]
@@ -79,7 +82,7 @@ def test_the_view_is_the_jobset_without_the_skipped_fields() -> None:
                     compared += 1
                     smaller += a != b
                     assert _strip(json.loads(json.dumps(a))) == _strip(b)
-    assert compared > 250 and smaller > 200, (compared, smaller)
+    assert compared > 250 and smaller > 200 and errors > 0, (compared, smaller, errors)
 
 
 def test_validating_with_views_reports_as_with_full_compiles(

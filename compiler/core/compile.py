@@ -167,14 +167,7 @@ def compile_defaulted(tj: Obj, prepared: PreparedRuntime, *, options: CompileOpt
     if manager is not None:
         return CompileResult((), tuple(with_object([*notes, manager], ref)))
     try:
-        options = options or DEFAULT_OPTIONS
-        ctx = build_context(tj, prepared.doc, prepared.spec_copy(),
-                            Recorder() if options.trace else None, prepared.merged)
-        ctx.options = options
-        plugins = prepared.plugins(ctx)
-        if options.view() and any(p.name in VIEWLESS for p in plugins):
-            ctx.options = replace(options, policy_view=False)
-        objects, diagnostics = _run_plugins(ctx, plugins)
+        ctx, plugins, objects, diagnostics = _compile(tj, prepared, options or DEFAULT_OPTIONS)
     except TjcError as exc:
         return CompileResult((), tuple(with_object([*notes, exc.diagnostic], ref)))
     diagnostics = notes + diagnostics
@@ -183,6 +176,39 @@ def compile_defaulted(tj: Obj, prepared: PreparedRuntime, *, options: CompileOpt
     return CompileResult(tuple(objects), tuple(with_object(diagnostics, ref)),
                          tuple(p.name for p in plugins),
                          ctx.origins if ctx.origins.enabled else None)
+
+
+POLICY_VIEW = CompileOptions(policy_view=True)
+
+
+def policy_view(tj: Obj, prepared: PreparedRuntime) -> Obj | None:
+    """The policy view (`CompileOptions.policy_view`) of the JobSet a defaulted TrainJob
+    compiles to, for a caller that found `prepared` by the TrainJob's own runtimeRef (so
+    the runtime cannot mismatch): None where `compile_defaulted` would give an error or no
+    JobSet. Only the objects: no diagnostic is made (`tests/test_policy_view.py` compares)."""
+    if has_errors(prepared.diagnostics) or managed_elsewhere(tj) is not None:
+        return None
+    try:
+        _, _, objects, diagnostics = _compile(tj, prepared, POLICY_VIEW)
+    except TjcError:
+        return None
+    if has_errors(diagnostics):
+        return None
+    return next((o for o in objects if o.get("kind") == "JobSet"), None)
+
+
+def _compile(tj: Obj, prepared: PreparedRuntime, options: CompileOptions
+             ) -> tuple[Context, tuple[PluginSpec, ...], list[Obj], list[Diagnostic]]:
+    """The context, the active plugins in order, and what they made and said (raises
+    `TjcError` on a compile error)."""
+    ctx = build_context(tj, prepared.doc, prepared.spec_copy(),
+                        Recorder() if options.trace else None, prepared.merged)
+    ctx.options = options
+    plugins = prepared.plugins(ctx)
+    if options.view() and any(p.name in VIEWLESS for p in plugins):
+        ctx.options = replace(options, policy_view=False)
+    objects, diagnostics = _run_plugins(ctx, plugins)
+    return ctx, plugins, objects, diagnostics
 
 
 def _prepare_trainjob(trainjob: Mapping[str, Any]) -> tuple[Obj, list[Diagnostic]]:

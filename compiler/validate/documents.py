@@ -17,8 +17,7 @@ from typing import TYPE_CHECKING, Any
 from compiler.common.diagnostics import Diagnostic, ObjectRef, Severity, error, has_errors, refused
 from compiler.common.jsondata import Obj
 from compiler.core import admission, webhook
-from compiler.core.compile import compile_defaulted
-from compiler.core.context import CompileOptions
+from compiler.core.compile import compile_defaulted, policy_view
 from compiler.core.resolve import (
     ObjectKey,
     RuntimeKey,
@@ -35,7 +34,6 @@ from compiler.validate import quirks
 if TYPE_CHECKING:
     from compiler.policy.check import PolicyChecker
 
-POLICY_VIEW = CompileOptions(policy_view=True)
 
 
 @dataclass
@@ -151,9 +149,8 @@ class Validator:
         if entry is None or self.policies is None:
             return found
         if self.policies.views_suffice():  # compiled only to be checked: its policy view
-            compiled = compile_defaulted(data, entry.get(), options=POLICY_VIEW)
-            jobset = next((o for o in compiled.objects if o.get("kind") == "JobSet"), None)
-            if has_errors(compiled.diagnostics) or jobset is None:
+            jobset = policy_view(data, entry.get())
+            if jobset is None:
                 return found
             located = self.policies.jobset_view(doc, data, entry.doc, entry.get(), jobset)
             if located is not None:
