@@ -71,7 +71,6 @@ def _bool_or_null(value: Any) -> bool | None:
     return value
 
 
-@lru_cache(maxsize=4096)
 def _ref(image: str) -> tuple[str, str, bool, str]:
     """images.cue's _ref: registry, name, digest, tag."""
     slash = image.split("/")
