@@ -98,8 +98,11 @@ class PolicyChecker:
 
     def document(self, doc: Document, data: Obj) -> list[Diagnostic]:
         """Violations of a TrainJob or runtime (defaulted `data`), located in `doc`."""
-        kind, ref = str(data.get("kind", "")), object_ref(doc.data)
-        out = [_with(v, doc.locate(v.path), ref) for v in self.policies.check(kind, data)]
+        found = self.policies.check(str(data.get("kind", "")), data)
+        if not found:
+            return []  # (every valid TrainJob: no built-in rule applies to TrainJobs)
+        ref = object_ref(doc.data)
+        out = [_with(v, doc.locate(v.path), ref) for v in found]
         return sorted(out, key=lambda d: (d.locations, d.rule, d.message))
 
     def jobset(self, tj: Document, trainjob: Obj, runtime: Document, prepared: PreparedRuntime,
