@@ -92,3 +92,30 @@ def test_equal_patches_share_an_entry_however_their_parts_are_shared() -> None:
     assert marshal.dumps(shared) != marshal.dumps(single)  # what the default format does
     assert value_key(shared) == value_key(single)
     assert value_key([{"a": 1}]) != value_key([{"a": True}]) != value_key([{"a": 1.0}])
+
+
+def test_remembered_resources_are_not_shared_with_what_a_compile_returns() -> None:
+    """resourcesPerNode is canonicalized once per distinct value (`_canonical_resources`);
+    changing the JobSet one compile returns changes nothing for the next."""
+    runtime = next(d.data for d in builtin_runtimes()
+                   if d.data["metadata"]["name"] == "torch-distributed")
+    job = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+           "metadata": {"name": "r", "namespace": "default"},
+           "spec": {"runtimeRef": {"name": "torch-distributed"}, "trainer": {
+               "resourcesPerNode": {"limits": {"cpu": "2000m", "nvidia.com/gpu": 1},
+                                    "requests": {"memory": "1024Mi"}}}}}
+    prepared = prepare_runtime(runtime)
+
+    def resources(result: CompileResult) -> Obj:
+        jobset = next(o for o in result.objects if o["kind"] == "JobSet")
+        node = next(j for j in jobset["spec"]["replicatedJobs"] if j["name"] == "node")
+        out: Obj = node["template"]["spec"]["template"]["spec"]["containers"][0]["resources"]
+        return out
+
+    first = resources(compile_trainjob(job, prepared))
+    assert first == {"limits": {"cpu": "2", "nvidia.com/gpu": "1"},
+                     "requests": {"memory": "1Gi"}}
+    first["limits"]["cpu"] = "changed"
+    first["requests"].clear()
+    assert resources(compile_trainjob(copy_json(job), prepared)) == {
+        "limits": {"cpu": "2", "nvidia.com/gpu": "1"}, "requests": {"memory": "1Gi"}}

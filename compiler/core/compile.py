@@ -255,7 +255,7 @@ def managed_elsewhere(tj: Mapping[str, Any]) -> Diagnostic | None:
     controller then leaves the TrainJob alone and creates nothing (trainjob_controller.go,
     IsManagedByExternalController), so neither does tjc."""
     spec = tj.get("spec")
-    manager = spec.get("managedBy") if isinstance(spec, Mapping) else None
+    manager = spec.get("managedBy") if isinstance(spec, (dict, Mapping)) else None
     if not isinstance(manager, str) or manager == TRAINER_CONTROLLER:
         return None
     return Diagnostic(Severity.NOTICE, "TJC-MANAGED-BY",

@@ -440,9 +440,16 @@ def _canonical_resources(override: Obj) -> Obj:
         return known
     canonical: Obj = canonicalize_quantities(copy_json(override), quantity_tree(
         "TrainJob", "spec", "trainer", "resourcesPerNode"))
-    if key is not None and len(_CANONICAL) < _CANONICAL_LIMIT:
+    if key is not None and len(_CANONICAL) < _CANONICAL_LIMIT and _flat(canonical):
         _CANONICAL[key] = canonical
     return canonical
+
+
+def _flat(resources: Obj) -> bool:
+    """Whether every limit and request is a scalar (what the JobSet shares with the memo
+    then cannot be changed in place)."""
+    return all(isinstance(value, (str, int, float)) for field in resources.values()
+               if isinstance(field, dict) for value in field.values())
 
 
 def _merge_node_resources(pod_spec: Obj, override: Obj) -> int | None:
