@@ -1,8 +1,9 @@
-"""A JobSet violation at a trainer `node` container's image, which the TrainJob's
-`spec.trainer.image` wrote, is located at that field without tracing a compile
-(`check._trainer_image`): here the same findings are located both ways, the shortcut and the
-traced compile `tjc explain` runs (`Explainer`), and must give the same diagnostics, on a
-generated corpus with a share of untagged and `latest` images, runtime patches that add
+"""A JobSet violation at a trainer `node` container's image or resource, which the
+TrainJob's `spec.trainer.image` or `resourcesPerNode` wrote, is located at that field without
+tracing a compile (`check._trainer_image`, `check._trainer_resource`): here the same findings
+are located both ways, the shortcut and the traced compile `tjc explain` runs (`Explainer`),
+and must give the same diagnostics, on a generated corpus with a share of untagged and
+`latest` images, GPU requests that differ from their limits, runtime patches that add
 containers, runtimes with several `node` containers, sidecars and MPI launchers."""
 
 from __future__ import annotations
@@ -33,11 +34,15 @@ def _pods(runtime: Obj) -> list[tuple[Obj, Obj]]:
 
 def _odd_runtimes(base: list[Obj]) -> list[Obj]:
     """Runtimes whose trainer job has two `node` containers, a `latest` sidecar, or a
-    `node` container outside the trainer job."""
+    `node` container outside the trainer job; or (a third of them) no mlPolicy."""
     out = []
     for i, runtime in enumerate(base):
         odd = copy.deepcopy(runtime)
         odd["metadata"]["name"] = f"odd-{i}"
+        if i % 3 == 0:  # no mlPolicy (resourcesPerNode is not merged), containers as they are
+            odd["spec"].pop("mlPolicy", None)
+            out.append(odd)
+            continue
         for job, pod in _pods(odd):
             trainer = (job["template"].get("metadata") or {}).get("labels", {}).get(ANCESTOR)
             node = next((c for c in pod["containers"] if c["name"] == "node"), None)
@@ -60,14 +65,16 @@ def _jobs(rng: random.Random, jobs: list[Obj], runtimes: list[Obj]) -> list[Obj]
             trainer["image"] = trainer["image"].split(":")[0] + rng.choice([":latest", ""])
         elif roll < 0.4:
             trainer.pop("image", None)
+        if rng.random() < 0.2:  # an extended resource whose request differs from its limit
+            trainer["resourcesPerNode"] = {
+                "requests": {"nvidia.com/gpu": rng.choice([1, 2]), "cpu": "1"},
+                "limits": rng.choice([{}, {"nvidia.com/gpu": 4}, {"cpu": "2"}])}
         if rng.random() < 0.3:
             # a patch cannot set an image (the API server drops the field), but it can add
             # a container, here with the trainer's image and a security context
-            job["spec"]["runtimePatches"] = [{"manager": "example.com/x", "trainingRuntimeSpec": {
-                "template": {"spec": {"replicatedJobs": [{"name": "node", "template": {
-                    "spec": {"template": {"spec": {"containers": [
-                        {"name": rng.choice(["node", "sidecar"]),
-                         "securityContext": {"runAsNonRoot": True}}]}}}}}]}}}}]
+            job["spec"]["runtimePatches"] = [_patch(
+                {"name": rng.choice(["node", "sidecar"]),
+                 "securityContext": {"runAsNonRoot": True}})]
         if i % 5 == 0:
             odd = runtimes[i % len(runtimes)]
             job["spec"]["runtimeRef"] = {"name": odd["metadata"]["name"],
@@ -75,6 +82,12 @@ def _jobs(rng: random.Random, jobs: list[Obj], runtimes: list[Obj]) -> list[Obj]
             job["metadata"]["namespace"] = odd["metadata"].get("namespace", "default")
         out.append(job)
     return out
+
+
+def _patch(container: Obj) -> Obj:
+    return {"manager": "example.com/x", "trainingRuntimeSpec": {"template": {"spec": {
+        "replicatedJobs": [{"name": "node", "template": {"spec": {"template": {"spec": {
+            "containers": [container]}}}}}]}}}}
 
 
 def _documents(prefix: str, docs: list[Obj]) -> list[Source]:

@@ -33,7 +33,7 @@ Path = tuple[str | int, ...]
 class Finding(NamedTuple):
     """A violation of a compiled JobSet, whether the runtime's template wrote the field, and
     (`traced`) the TrainJob field `tjc explain` traces it to when that is known without
-    tracing a compile (`_trainer_image`); None: trace it."""
+    tracing a compile (`_trainer_image`, `_trainer_resource`); None: trace it."""
 
     violation: Violation
     from_runtime: bool
@@ -48,8 +48,9 @@ def jobset_findings(policies: PolicySet, trainjob: Obj, prepared: PreparedRuntim
     template = template if template is not None else TemplateValues()
     for v in policies.check("JobSet", jobset, trainjob):
         from_runtime = template.holds(v.path, jobset, prepared)
-        out.append(Finding(v, from_runtime,
-                           None if from_runtime else _trainer_image(v.path, jobset, trainjob)))
+        out.append(Finding(v, from_runtime, None if from_runtime else
+                           _trainer_image(v.path, jobset, trainjob)
+                           or _trainer_resource(v.path, jobset, trainjob, prepared.doc)))
     return out
 
 
@@ -208,6 +209,31 @@ def _trainer_image(path: Path, jobset: Obj, trainjob: Obj) -> Path | None:
             and container.get("image") == trainer["image"]):
         return None
     return TRAINER_IMAGE
+
+
+def _trainer_resource(path: Path, jobset: Obj, trainjob: Obj, runtime: Obj) -> Path | None:
+    """`spec.trainer.resourcesPerNode.<requests|limits>.<name>` when `path` is that resource
+    of the first `node` container of the trainer replicatedJob, the runtime has an
+    mlPolicy and the TrainJob's resourcesPerNode sets it: the context build merges it there
+    over the template's (`_merge_node_resources`, which records it as that field's) and
+    nothing writes it later, so `tjc explain` traces it to that field; None otherwise.
+    `tests/test_policy_locate.py` compares this with the traced compile."""
+    if len(path) != 12 or path[:2] != ("spec", "replicatedJobs") or path[3:8] != \
+            _CONTAINERS or path[9] != "resources" or path[10] not in ("requests", "limits"):
+        return None
+    job = get_at(jobset.get("spec"), path[1:3])
+    labels = get_path(job, "template", "metadata", "labels")
+    containers = get_at(job, path[3:8])
+    wanted = get_path(trainjob, "spec", "trainer", "resourcesPerNode", path[10])
+    if not (isinstance(labels, dict) and labels.get(ANCESTOR_LABEL) == TRAINER
+            and isinstance(containers, list) and isinstance(wanted, dict)
+            and path[11] in wanted
+            and isinstance(get_path(runtime, "spec", "mlPolicy"), dict)):
+        return None
+    first = next((i for i, c in enumerate(containers)
+                  if isinstance(c, dict) and c.get("name") == NODE), None)
+    return ("spec", "trainer", "resourcesPerNode", path[10], path[11]) \
+        if first == path[8] else None
 
 
 def _traced(path: Path, jobset: Obj, explainer: Explainer, tj: Document) -> Location:
