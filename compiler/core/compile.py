@@ -185,7 +185,8 @@ def policy_view(tj: Obj, prepared: PreparedRuntime) -> Obj | None:
     """The policy view (`CompileOptions.policy_view`) of the JobSet a defaulted TrainJob
     compiles to, for a caller that found `prepared` by the TrainJob's own runtimeRef (so
     the runtime cannot mismatch): None where `compile_defaulted` would give an error or no
-    JobSet. Only the objects: no diagnostic is made (`tests/test_policy_view.py` compares)."""
+    JobSet. The plugins' diagnostics are only looked at for errors, not named or returned
+    (`tests/test_policy_view.py` compares with `compile_defaulted`)."""
     if has_errors(prepared.diagnostics) or managed_elsewhere(tj) is not None:
         return None
     try:
