@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from compiler.common.jsondata import Obj, get_path
 from compiler.core.context import ANCESTOR_LABEL
-from compiler.policy.views import _JOBS, _dict, _gpus, _list, _meta, _quantities
+from compiler.policy.views import _JOBS, _dict, _gpus, _list, _meta, quantities
 
 Path = tuple[str | int, ...]
 
@@ -51,7 +51,7 @@ def containers(jobs: list[tuple[Path, Obj]]) -> list[Obj]:
                                 "job": str(job.get("name", "")),
                                 "ancestor": ancestor if isinstance(ancestor, str) else "",
                                 "init": init, "container": container,
-                                **_quantities(container),
+                                **quantities(container),
                                 "pod": pod})
     return out
 

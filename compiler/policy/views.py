@@ -17,6 +17,7 @@ from compiler.kube.quantity import QuantityError, canonical_string, parse
 
 Path = tuple[str | int, ...]
 
+_LISTS = (("initContainers", True), ("containers", False))  # a pod's container lists, init?
 _JOBS = {"JobSet": ("spec",), "TrainingRuntime": ("spec", "template", "spec"),
          "ClusterTrainingRuntime": ("spec", "template", "spec")}
 
@@ -30,17 +31,20 @@ def _list(value: Any) -> list[Any]:
 
 
 @lru_cache(maxsize=4096)
-def _canonical(value: Any) -> str:
+def canonical(value: Any) -> str:
+    """A quantity's canonical string, as `policy_input` writes requests and limits (the
+    value itself when it is no quantity)."""
     try:
         return canonical_string(parse(str(value)))
     except (QuantityError, ValueError, TypeError):
         return str(value)
 
 
-def _quantities(container: Obj) -> Obj:
-    """The container's requests and limits as canonical quantity strings (comparable)."""
+def quantities(container: Obj) -> Obj:
+    """The container's requests and limits as canonical quantity strings (comparable), as
+    `policy_input` gives them."""
     resources = _dict(container.get("resources"))
-    return {field: {str(k): _canonical(str(v)) for k, v in _dict(resources.get(field)).items()}
+    return {field: {str(k): canonical(str(v)) for k, v in _dict(resources.get(field)).items()}
             for field in ("requests", "limits")}
 
 
@@ -94,11 +98,6 @@ def plan_input(kind: str, obj: Obj, trainjob: Obj | None = None) -> Obj:
     return out
 
 
-def quantities(container: Obj) -> Obj:
-    """A container's `requests` and `limits` as `policy_input` gives them."""
-    return _quantities(container)
-
-
 def resource_lists(container: Obj) -> tuple[Obj, Obj]:
     """A container's requests and limits as given (`quantities`: as `policy_input` keys them
     by `str` and writes each value with `canonical`)."""
@@ -106,12 +105,6 @@ def resource_lists(container: Obj) -> tuple[Obj, Obj]:
     if not isinstance(resources, dict):
         return {}, {}
     return _dict(resources.get("requests")), _dict(resources.get("limits"))
-
-
-def canonical(value: str) -> str:
-    """A quantity's canonical string, as `policy_input` writes requests and limits (the
-    value itself when it is no quantity)."""
-    return _canonical(value)
 
 
 def gpus(inp: Obj) -> int:
@@ -170,12 +163,12 @@ def _job(kind: str, path: Path, job: Obj, views: tuple[list[Obj], list[Obj]],
     if isinstance(pod, dict):
         pods.append({"path": list(pod_path), "jobPath": list(path), "job": name,
                      "ancestor": ancestor, "spec": pod})
-        for field, init in (("initContainers", True), ("containers", False)):
+        for field, init in _LISTS:
             for i, container in enumerate(_list(pod.get(field))):
                 if isinstance(container, dict):
                     containers.append({"path": [*pod_path, field, i], "job": name,
                                        "ancestor": ancestor, "init": init,
-                                       "container": container, **_quantities(container),
+                                       "container": container, **quantities(container),
                                        "pod": pod})
     if kind == "JobSet":
         totals[2] += 1
@@ -217,5 +210,3 @@ def _plan_job(kind: str, path: Path, job: Obj, views: tuple[list[Obj], list[Obj]
         if ancestor == "trainer":
             totals[0] += pod_count
 
-
-_LISTS = (("initContainers", True), ("containers", False))
