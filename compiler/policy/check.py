@@ -189,6 +189,16 @@ _CONTAINERS = ("template", "spec", "template", "spec", "containers")
 TRAINER_IMAGE: Path = ("spec", "trainer", "image")
 
 
+def _trainer_job(path: Path, jobset: Obj) -> Obj | None:
+    """The trainer replicatedJob when `path` lies in one of its containers
+    (`spec.replicatedJobs[i].template.spec.template.spec.containers[k]...`), else None."""
+    if len(path) < 10 or path[:2] != ("spec", "replicatedJobs") or path[3:8] != _CONTAINERS:
+        return None
+    job = get_at(jobset.get("spec"), path[1:3])
+    labels = get_path(job, "template", "metadata", "labels")
+    return job if isinstance(labels, dict) and labels.get(ANCESTOR_LABEL) == TRAINER else None
+
+
 def _trainer_image(path: Path, jobset: Obj, trainjob: Obj) -> Path | None:
     """`spec.trainer.image` when `path` is the image of a `node` container of the trainer
     replicatedJob and the TrainJob sets an image: the JobSet builder writes it there from
@@ -196,15 +206,12 @@ def _trainer_image(path: Path, jobset: Obj, trainjob: Obj) -> Path | None:
     `_trainer_overrides`, which records `jobset.IMAGE`), so `tjc explain` traces it to that
     field; None otherwise. `tests/test_policy_locate.py` compares this with the traced
     compile."""
-    if len(path) != 10 or path[:2] != ("spec", "replicatedJobs") or path[3:8] != \
-            _CONTAINERS or path[9] != "image":
+    job = _trainer_job(path, jobset) if len(path) == 10 and path[9] == "image" else None
+    if job is None:
         return None
-    job = get_at(jobset.get("spec"), path[1:3])
-    labels = get_path(job, "template", "metadata", "labels")
     container = get_at(job, path[3:9])
     trainer = get_path(trainjob, "spec", "trainer")
-    if not (isinstance(labels, dict) and labels.get(ANCESTOR_LABEL) == TRAINER
-            and isinstance(container, dict) and container.get("name") == NODE
+    if not (isinstance(container, dict) and container.get("name") == NODE
             and isinstance(trainer, dict) and trainer.get("image") is not None
             and container.get("image") == trainer["image"]):
         return None
@@ -218,16 +225,13 @@ def _trainer_resource(path: Path, jobset: Obj, trainjob: Obj, runtime: Obj) -> P
     over the template's (`_merge_node_resources`, which records it as that field's) and
     nothing writes it later, so `tjc explain` traces it to that field; None otherwise.
     `tests/test_policy_locate.py` compares this with the traced compile."""
-    if len(path) != 12 or path[:2] != ("spec", "replicatedJobs") or path[3:8] != \
-            _CONTAINERS or path[9] != "resources" or path[10] not in ("requests", "limits"):
+    job = _trainer_job(path, jobset) if len(path) == 12 and path[9] == "resources" \
+        and path[10] in ("requests", "limits") else None
+    if job is None:
         return None
-    job = get_at(jobset.get("spec"), path[1:3])
-    labels = get_path(job, "template", "metadata", "labels")
     containers = get_at(job, path[3:8])
     wanted = get_path(trainjob, "spec", "trainer", "resourcesPerNode", path[10])
-    if not (isinstance(labels, dict) and labels.get(ANCESTOR_LABEL) == TRAINER
-            and isinstance(containers, list) and isinstance(wanted, dict)
-            and path[11] in wanted
+    if not (isinstance(containers, list) and isinstance(wanted, dict) and path[11] in wanted
             and isinstance(get_path(runtime, "spec", "mlPolicy"), dict)):
         return None
     first = next((i for i, c in enumerate(containers)
