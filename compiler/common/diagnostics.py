@@ -64,7 +64,9 @@ def format_path(path: Path) -> str:
     """Render a field path the Kubernetes way: `spec.trainer.env[2].name`."""
     out: list[str] = []
     for part in path:
-        if isinstance(part, int) or (out and ("." in part or "/" in part)):
+        if not isinstance(part, (int, str)):  # never in a valid document; said, not raised
+            out.append(f"[{part!r}]")
+        elif isinstance(part, int) or (out and ("." in part or "/" in part)):
             out.append(f"[{part}]")
         else:
             out.append(f".{part}" if out else part)

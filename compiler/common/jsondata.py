@@ -36,6 +36,28 @@ def fast_copy(value: Any) -> Any:
         return copy_json(value)
 
 
+def non_string_key(value: Any, path: tuple[str | int, ...] = ()
+                   ) -> tuple[tuple[str | int, ...], Any] | None:
+    """The first mapping key that is not a string, with the path of its mapping: JSON has
+    none, and kubectl refuses a YAML document with one (sigs.k8s.io/yaml); a library caller's
+    dict may still hold one."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if type(key) is not str:
+                return path, key
+            found = non_string_key(item, (*path, key)) if isinstance(item, (dict, list)) \
+                else None
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            found = non_string_key(item, (*path, i)) if isinstance(item, (dict, list)) \
+                else None
+            if found is not None:
+                return found
+    return None
+
+
 def value_key(value: Any) -> bytes | None:
     """Bytes that stand for JSON-like data in a memo: equal data, equal bytes, however its
     parts are shared (`marshal` version 2 writes no back-references, which later versions

@@ -15,11 +15,24 @@ from collections.abc import Mapping
 from typing import Any
 
 from compiler.common.diagnostics import Diagnostic, Severity, error, refused
-from compiler.common.jsondata import Obj, copy_json
+from compiler.common.jsondata import Obj, copy_json, non_string_key
 from compiler.core import webhook
 from compiler.core.resolve import RUNTIME_KINDS
 from compiler.kube import admitwalk, cel, objectmeta, structural
 from compiler.kube.defaults import default_in_place
+
+
+def key_error(doc: Any, subject: str) -> Diagnostic | None:
+    """An error for a mapping key that is not a string (a caller's dict; kubectl refuses such
+    YAML), so that nothing after this sees one; None for a document without."""
+    found = non_string_key(doc)
+    if found is None:
+        return None
+    path, key = found
+    shown = {None: "null", True: "true", False: "false"}.get(key, repr(key)) \
+        if isinstance(key, (bool, type(None))) else repr(key)
+    return error("TJC-SCHEMA-KEY", f"map key {shown} is not a string; expected field names",
+                 path, subject=subject)
 
 
 def check_object(kind: str, doc: Mapping[str, Any], old: Mapping[str, Any] | None = None,
@@ -73,6 +86,9 @@ def admit_runtime(runtime: Mapping[str, Any], old: Mapping[str, Any] | None = No
     if kind not in RUNTIME_KINDS:
         return {}, [error("TJC-INPUT-KIND", "the runtime must be a TrainingRuntime or "
                           "ClusterTrainingRuntime document", subject="runtime")]
+    bad_key = key_error(runtime, "runtime") or key_error(old, "runtime")
+    if bad_key is not None:
+        return {}, [bad_key]
     data, found = check_object(kind, runtime, old)
     typed = well_typed(data, found)
     found += webhook.validate_runtime(typed, old=dict(old) if old is not None else None)
@@ -110,6 +126,9 @@ def admit_against(trainjob: Mapping[str, Any], runtime: tuple[Obj, list[Diagnost
     shared by many TrainJobs is checked once."""
     if not isinstance(trainjob, Mapping) or trainjob.get("kind") != "TrainJob":
         return [error("TJC-INPUT-KIND", "the first argument must be a TrainJob document")]
+    bad_key = key_error(trainjob, "trainjob") or key_error(old, "trainjob")
+    if bad_key is not None:
+        return [bad_key]
     data, found = check_object("TrainJob", trainjob, old)
     rt: Obj | None = None
     if runtime is not None:

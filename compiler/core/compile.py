@@ -119,6 +119,9 @@ def prepare_runtime(runtime: Mapping[str, Any]) -> PreparedRuntime:
             "TJC-INPUT-KIND", "the runtime must be a TrainingRuntime or ClusterTrainingRuntime "
             "document", subject="runtime"),))
     kind = str(runtime["kind"])
+    bad_key = admission.key_error(runtime, "runtime")
+    if bad_key is not None:
+        return PreparedRuntime({}, {}, (bad_key,))
     doc, problems = structural.sanitize(kind, dict(runtime), subject="runtime")
     if has_errors(problems):
         return PreparedRuntime({}, {}, tuple(problems))
@@ -140,6 +143,9 @@ def compile_trainjob(trainjob: Mapping[str, Any],
     bypassed; `tjc render --no-validate`)."""
     prepared = runtime if isinstance(runtime, PreparedRuntime) else prepare_runtime(runtime)
     ref = _object_ref(trainjob)
+    bad_key = None if validate else admission.key_error(trainjob, "trainjob")  # else: admit's
+    if bad_key is not None:
+        return CompileResult((), tuple(with_object([bad_key], ref)))
     admitted: list[Diagnostic] = []
     if validate and not has_errors(prepared.diagnostics):
         admitted = admission.admit_against(trainjob, prepared.admitted(), old)
