@@ -19,7 +19,7 @@ from compiler.validate.locations import Context
 if TYPE_CHECKING:
     from compiler.cli import report_out
     from compiler.policy.check import PolicyChecker
-    from compiler.validate.documents import Validator
+    from compiler.validate.documents import Met, Validator
 
 BUILTIN_PREFIX = "<builtin>/"
 # what a pipeline imports (only when it is built: a forked -j worker inherits these)
@@ -87,15 +87,19 @@ def run(args: argparse.Namespace) -> int:
 
 def _report(args: argparse.Namespace, pipeline: Pipeline, workers: jobs.Workers) -> int:
     from compiler.cli import report_out
+    from compiler.validate.documents import Names
 
     context = _context(args, pipeline.checker)
     out = report_out.Report(args.format, sys.stdout, context, strict=args.strict)
     for d in pipeline.notes:
         _add(args, out, d)
     policy_errors = list(pipeline.checker.policies.errors) if pipeline.checker else []
-    for found, new in workers.ordered(pipeline.plan()):
+    names = Names()
+    for found, new, met in workers.ordered(pipeline.plan()):
         for d in pipeline.checker.once(found) if pipeline.checker else found:
             _add(args, out, d)
+        for d in names.meet(met):
+            out.add(d)
         policy_errors += [d for d in new if d not in policy_errors]
     for d in policy_errors:
         out.add(d)
@@ -121,9 +125,11 @@ class Pipeline:
 
         self.args, self.sources = args, sources
         self.builtin = [] if args.no_builtin_runtimes else list(builtin_runtimes())
-        self.builtin += _extra_runtimes(args, sources)
+        extra, unreadable = _extra_runtimes(args, sources)
+        self.builtin += extra
         first = sources if runtime_files is None else runtime_files
         self.table, self.notes = runtime_table(first, self.builtin)
+        self.notes[:0] = unreadable
         previous = read_sources(args.against) if args.against else []
         self.checker = policy_opts.build(args)
         self.old, problems = previous_versions(previous)
@@ -146,7 +152,7 @@ class Pipeline:
             self.validator = self._validator()
         return self
 
-    def plan(self) -> jobs.Plan[tuple[list[Diagnostic], list[Diagnostic]]]:
+    def plan(self) -> jobs.Plan[tuple[list[Diagnostic], list[Diagnostic], list[Met]]]:
         """This pipeline over its files, and the files a worker reads runtimes from."""
         from compiler.io.inputs import runtime_files
 
@@ -162,15 +168,19 @@ class Pipeline:
         self._sent.add(d)
         return True
 
-    def task(self, indices: list[int]) -> tuple[list[Diagnostic], list[Diagnostic]]:
-        """The diagnostics of these files in order, and the policy errors first met there."""
+    def task(self, indices: list[int]
+             ) -> tuple[list[Diagnostic], list[Diagnostic], list[Met]]:
+        """The diagnostics of these files in order, the policy errors first met there, and
+        the TrainJobs met (for the parent's `Names`)."""
         from compiler.validate.documents import validate_source
 
         found = [d for i in indices for d in validate_source(self.validator, self.sources[i])
                  if d.subject != "policy" or self._first(d)]
         new = self.checker.policies.errors[self.reported:] if self.checker else []
         self.reported += len(new)
-        return found, list(new)
+        met = list(self.validator.met)
+        self.validator.met.clear()
+        return found, list(new), met
 
 
 def _worker(payload: tuple[argparse.Namespace, SourceFiles]
@@ -195,23 +205,28 @@ def _only_builtin(d: Diagnostic) -> bool:
                                      for loc in d.locations)
 
 
-def _extra_runtimes(args: argparse.Namespace, sources: SourceFiles) -> list[Document]:
+def _extra_runtimes(args: argparse.Namespace, sources: SourceFiles
+                    ) -> tuple[list[Document], list[Diagnostic]]:
     """The runtimes of --runtimes and --repo-runtimes, read in full on every run (a
-    pre-commit batch too), without the input files, which report their own."""
+    pre-commit batch too), without the input files, which report their own; and the errors
+    of --runtimes documents that do not parse (a runtime a TrainJob needs may be among them)."""
     extra: list[Document] = []
+    unreadable: list[Diagnostic] = []
     if not (args.runtimes or args.repo_runtimes):
-        return extra
+        return extra, unreadable
     inputs = {os.path.realpath(n) for n in sources.names}
-    if args.runtimes:
-        extra += [doc for source in read_sources(args.runtimes)
-                  if os.path.realpath(source.name) not in inputs
-                  for doc in parse_source(source)[0] if doc.data.get("kind") in RUNTIME_KINDS]
+    for source in read_sources(args.runtimes):
+        if os.path.realpath(source.name) in inputs:
+            continue
+        docs, problems = parse_source(source)
+        extra += [doc for doc in docs if doc.data.get("kind") in RUNTIME_KINDS]
+        unreadable += [d for d in problems if d.severity is Severity.ERROR]
     if args.repo_runtimes:
         from compiler.cli import repo
 
         seen = inputs | {os.path.realpath(d.source.name) for d in extra}
         extra += repo.runtimes(seen)
-    return extra
+    return extra, unreadable
 
 
 def _context(args: argparse.Namespace, checker: PolicyChecker | None) -> Context:

@@ -10,11 +10,20 @@ and, per TrainJob, by the render application before it compiles. No I/O beyond `
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from compiler.common.diagnostics import Diagnostic, ObjectRef, Severity, error, has_errors, refused
+from compiler.common.diagnostics import (
+    Diagnostic,
+    Location,
+    ObjectRef,
+    Severity,
+    error,
+    has_errors,
+    refused,
+)
 from compiler.common.jsondata import Obj
 from compiler.core import admission, webhook
 from compiler.core.compile import compile_defaulted, policy_view
@@ -87,6 +96,7 @@ class Validator:
         self.previous = previous or {}
         self.policies = policies
         self.runtimes: dict[tuple[str, int, tuple[str | int, ...]], Checked] = {}
+        self.met: list[Met] = []  # the TrainJobs validated, for `Names` (taken by the caller)
 
     def runtime(self, doc: Document) -> Checked:
         """A runtime document, checked (structure, schema, CEL, webhook) once."""
@@ -175,8 +185,52 @@ def validate_stream(sources: Iterable[Source], builtin: Sequence[Document] = (),
     With `policies`, each valid TrainJob is also compiled and its JobSet checked."""
     validator, notes = prepare(sources, builtin, previous, policies)
     yield from notes
+    names = Names()
     for source in sources:
         yield from _once(policies, validate_source(validator, source))
+        yield from names.meet(validator.met)
+        validator.met.clear()
+
+
+Met = tuple[tuple[str, str, str], Location]
+
+
+class Names:
+    """The TrainJobs of one run by namespace and name, in input order: a second one with the
+    same pair is an error (applied, one would replace the other; `render --output-dir` keeps
+    only the first). One without a namespace gets it where it is applied (a GitOps
+    application's folder), so it meets only those of its own folder. A worker reports what
+    it met (`Validator.met`); the parent meets them."""
+
+    def __init__(self) -> None:
+        self.first: dict[tuple[str, str, str], Location] = {}
+
+    @staticmethod
+    def key(doc: Document) -> Met | None:
+        """A TrainJob's namespace (or, without one, its folder) and name, and where its name
+        is."""
+        meta = doc.data.get("metadata")
+        name = meta.get("name") if isinstance(meta, dict) else None
+        if not isinstance(name, str) or not name:
+            return None
+        namespace = meta.get("namespace") if isinstance(meta, dict) else None
+        where = doc.locate(("metadata", "name"))
+        if isinstance(namespace, str) and namespace:
+            return (namespace, name, ""), where
+        return ("", name, os.path.dirname(doc.source.name)), where
+
+    def meet(self, met: Iterable[Met]) -> list[Diagnostic]:
+        """The errors for the TrainJobs among `met` that came before."""
+        out: list[Diagnostic] = []
+        for key, where in met:
+            first = self.first.setdefault(key, where)
+            if first is not where:
+                shown = f"{key[0]}/{key[1]}" if key[0] else key[1]
+                out.append(Diagnostic(
+                    Severity.ERROR, "TJC-TRAINJOB-DUPLICATE", f"a second TrainJob {shown} in "
+                    f"the inputs (also at {first}); applied, one would replace the other",
+                    ("metadata", "name"), ObjectRef("TrainJob", key[1], key[0])).at(where))
+        return out
 
 
 def prepare(sources: Iterable[Source], builtin: Sequence[Document] = (),
@@ -201,6 +255,9 @@ def _validate_item(validator: Validator, item: tuple[Document, str] | Diagnostic
     if isinstance(item, Diagnostic):
         return [item]
     if item[1] == "TrainJob":
+        met = Names.key(item[0])
+        if met is not None:
+            validator.met.append(met)
         return validator.trainjob_with_policies(item[0])
     if runtime_key(item[0].data) in validator.table:
         return validator.runtime(item[0]).diagnostics
