@@ -10,6 +10,7 @@ the objects Kubeflow Trainer would create; each diagnostic becomes a result with
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +24,7 @@ from compiler.io.loader import Document, Source, parse_source
 
 RESOURCE_LIST_APIS = ("config.kubernetes.io/v1", "config.kubernetes.io/v1alpha1")
 PATH_KEYS = ("internal.config.kubernetes.io/path", "config.kubernetes.io/path")
+_DIGITS = re.compile(r"[0-9]{1,9}")  # str.isdigit takes "²", which int() refuses
 INDEX_KEYS = ("internal.config.kubernetes.io/index", "config.kubernetes.io/index")
 # Annotations the orchestrator puts on items for its own bookkeeping: not the TrainJob's.
 TOOL_PREFIXES = ("config.kubernetes.io/", "internal.config.kubernetes.io/", "config.k8s.io/")
@@ -189,7 +191,7 @@ def result(diag: Diagnostic, origins: dict[str, Obj]) -> Obj:
     path = _annotation(item, PATH_KEYS) if item is not None else None
     if path:
         index = _annotation(item, INDEX_KEYS) if item is not None else None
-        out["file"] = {"path": path, "index": int(index)} if index and index.isdigit() \
+        out["file"] = {"path": path, "index": int(index)} if index and _DIGITS.fullmatch(index) \
             else {"path": path}
     return out
 
