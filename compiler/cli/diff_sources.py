@@ -62,10 +62,37 @@ def git_sources(rev: str, paths: Sequence[str]) -> list[Source]:
             for name in names]
 
 
-def _built(folder: Path, label: str) -> Source:
-    """`kustomize build` of a folder (kustomize from PATH), named after `label`."""
-    text = _run(["kustomize", "build", str(folder)]).decode("utf-8", errors="replace")
+def _built(folder: Path, label: str, skipped: Sequence[str] = ()) -> Source:
+    """`kustomize build` of a folder (kustomize from PATH), named after `label`; `skipped`
+    names the links the export left out, for kustomize's error when it needed one."""
+    try:
+        text = _run(["kustomize", "build", str(folder)]).decode("utf-8", errors="replace")
+    except InputError as exc:
+        if not skipped:
+            raise
+        shown = ", ".join(skipped[:3]) + (", ..." if len(skipped) > 3 else "")
+        raise _problem(f"{exc.diagnostic.message} (not exported: {len(skipped)} symlinks that "
+                       f"point outside the repository: {shown})") from None
     return Source(f"kustomize build {label}", text)
+
+
+def _extract(archive: bytes, folder: str) -> list[str]:
+    """Extract a `git archive` tar with tarfile's data filter; a member it refuses (a symlink
+    to an absolute path or out of the tree) is left out and named in the answer."""
+    if not hasattr(tarfile, "data_filter"):  # Python before 3.11.4
+        raise _problem("tjc diff --git --kustomize needs Python 3.11.4 or later")
+    skipped: list[str] = []
+
+    def keep(member: tarfile.TarInfo, path: str) -> tarfile.TarInfo | None:
+        try:
+            return tarfile.data_filter(member, path)
+        except tarfile.FilterError:
+            skipped.append(member.name)
+            return None
+
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(folder, filter=keep)
+    return skipped
 
 
 def git_kustomize_sources(rev: str, paths: Sequence[str]) -> list[Source]:
@@ -75,11 +102,9 @@ def git_kustomize_sources(rev: str, paths: Sequence[str]) -> list[Source]:
     top = _git("rev-parse", "--show-toplevel").strip()
     archive = _run(["git", "-C", top, "archive", "--format=tar", rev])  # the whole tree
     with tempfile.TemporaryDirectory(prefix="tjc-diff-") as tmp:
-        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-            if not hasattr(tarfile, "data_filter"):  # Python before 3.11.4
-                raise _problem("tjc diff --git --kustomize needs Python 3.11.4 or later")
-            tar.extractall(tmp, filter="data")
-        return [_built(Path(tmp, prefix, path), f"{rev}:{prefix}{path}") for path in paths]
+        skipped = _extract(archive, tmp)
+        return [_built(Path(tmp, prefix, path), f"{rev}:{prefix}{path}", skipped)
+                for path in paths]
 
 
 def sources(side: str, paths: Sequence[str], *, git: bool, kustomize: bool) -> list[Source]:
