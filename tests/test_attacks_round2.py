@@ -1,0 +1,174 @@
+"""Inputs of the second hostile review that gave a traceback, a wrong exit code or silence:
+each now gives a located line (or a one-line error) and the documented exit code."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from compiler import compile_trainjob, prepare_runtime
+from compiler.cli.main import main
+from compiler.common.diagnostics import format_path
+
+ROOT = Path(__file__).resolve().parent.parent
+RUNTIME = yaml.safe_load((ROOT / "compiler" / "runtimes" / "torch-distributed.yaml").read_text())
+JOB = """apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata: {{name: {name}, namespace: {namespace}}}
+spec:
+  runtimeRef: {{name: torch-distributed}}
+  trainer: {{image: "repo/train:1", resourcesPerNode: {{limits: {{cpu: 1}}}}}}
+"""
+
+
+def _job(name: str = "a", namespace: str = "team") -> str:
+    return JOB.format(name=name, namespace=namespace)
+
+
+def _trainjob(spec: dict[Any, Any]) -> dict[str, Any]:
+    return {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+            "metadata": {"name": "a", "namespace": "team"}, "spec": spec}
+
+
+# --- the library: diagnostics, never exceptions ---------------------------------------------
+
+@pytest.mark.parametrize("validate", [True, False])
+@pytest.mark.parametrize("spec, path", [
+    ({None: 1, "runtimeRef": {"name": "torch-distributed"}}, "spec"),
+    ({"runtimeRef": {"name": "torch-distributed", None: 2}}, "spec.runtimeRef"),
+    ({"runtimeRef": {"name": "torch-distributed"}, "trainer": {"env": [{True: 1}]}},
+     "spec.trainer.env[0]"),
+    ({"runtimeRef": {"name": "torch-distributed"}, 1: 1}, "spec"),
+])
+def test_a_mapping_key_that_is_not_a_string(spec: dict[Any, Any], path: str,
+                                            validate: bool) -> None:
+    """`~: 1` in a TrainJob's spec raised TypeError from the path formatting; kubectl refuses
+    such a document (sigs.k8s.io/yaml: unsupported map key), so the library says so."""
+    result = compile_trainjob(_trainjob(spec), RUNTIME, validate=validate)
+    assert not result.ok
+    assert [(d.rule, d.field_path) for d in result.diagnostics] == [("TJC-SCHEMA-KEY", path)]
+    assert "is not a string" in result.diagnostics[0].message
+
+
+def test_a_runtime_with_a_key_that_is_not_a_string() -> None:
+    runtime = yaml.safe_load(yaml.safe_dump(RUNTIME))
+    runtime["metadata"]["labels"] = {None: "x"}
+    prepared = prepare_runtime(runtime)
+    assert [(d.rule, d.field_path) for d in prepared.diagnostics] == [
+        ("TJC-SCHEMA-KEY", "metadata.labels")]
+    result = compile_trainjob(_trainjob({"runtimeRef": {"name": "torch-distributed"}}), runtime)
+    assert not result.ok and "TJC-SCHEMA-KEY" in {d.rule for d in result.diagnostics}
+
+
+def test_a_path_part_of_any_type_is_printed() -> None:
+    odd: Any = ("spec", None, 2, "a.b")  # a path the type does not allow, from a caller's dict
+    assert format_path(odd) == "spec[None][2][a.b]"
+
+
+# --- tjc validate -----------------------------------------------------------------------------
+
+def test_validate_runtimes_that_do_not_parse(tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """`--runtimes BROKEN.yaml` was dropped without a word (exit 0): the runtime a TrainJob
+    needs may be the one that does not parse."""
+    (tmp_path / "broken.yaml").write_text("a: [\n")
+    (tmp_path / "job.yaml").write_text(_job())
+    code = main(["validate", "-q", "--no-default-policies", "--runtimes",
+                 str(tmp_path / "broken.yaml"), str(tmp_path / "job.yaml")])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert f"{tmp_path / 'broken.yaml'}:2:1: error: cannot parse YAML" in out
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_validate_two_trainjobs_with_one_namespace_and_name(
+        jobs: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two TrainJobs team/a in one run passed (exit 0); applied, one replaces the other. In
+    worker processes the parent sees every file's TrainJobs, in input order."""
+    (tmp_path / "one.yaml").write_text(_job() + "---\n" + _job("b"))
+    (tmp_path / "two.yaml").write_text(_job("b", "other") + "---\n" + _job())
+    code = main(["validate", "-q", "--no-default-policies", "-j", jobs,
+                 str(tmp_path / "one.yaml"), str(tmp_path / "two.yaml")])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert out.splitlines()[:-1] == [
+        f"{tmp_path / 'two.yaml'}:10:18: error: TrainJob team/a: metadata.name: a second "
+        f"TrainJob team/a in the inputs (also at {tmp_path / 'one.yaml'}:3:18); applied, one "
+        "would replace the other [TJC-TRAINJOB-DUPLICATE]"]
+
+
+def test_validate_trainjobs_without_namespace_in_two_folders(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Without a namespace a TrainJob gets the one of the application its folder belongs to,
+    so only two of one folder are the same object."""
+    for folder in ("dev", "prod"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "job.yaml").write_text(_job().replace(", namespace: team", ""))
+    assert main(["validate", "-q", "--no-default-policies", str(tmp_path)]) == 0
+    (tmp_path / "dev" / "again.yaml").write_text(_job().replace(", namespace: team", ""))
+    assert main(["validate", "-q", "--no-default-policies", str(tmp_path)]) == 1
+    assert "TJC-TRAINJOB-DUPLICATE" in capsys.readouterr().out
+
+
+# --- tjc krm ------------------------------------------------------------------------------------
+
+def test_krm_an_index_annotation_of_unicode_digits(capsys: pytest.CaptureFixture[str],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """`config.kubernetes.io/index: "²"` passed str.isdigit and crashed int(): a traceback
+    and an empty stdout. An index that is not a number is left out of the result's file."""
+    import io
+
+    item = yaml.safe_load(_job())
+    item["metadata"]["annotations"] = {"config.kubernetes.io/index": "²",
+                                       "config.kubernetes.io/path": "jobs/a.yaml"}
+    del item["spec"]["trainer"]  # a warning located in the item
+    resource_list = {"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList",
+                     "items": [item], "functionConfig": {"kind": "X",
+                                                         "spec": {"defaultPolicies": False}}}
+    stdin = yaml.safe_dump(resource_list, allow_unicode=True).encode()
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(stdin)))
+    code = main(["krm"])
+    out, err = capsys.readouterr()
+    assert (code, err) == (0, "")
+    files = [r.get("file") for r in yaml.safe_load(out)["results"]]
+    assert files and all(f == {"path": "jobs/a.yaml"} for f in files)
+
+
+# --- tjc diff --git REV --kustomize -----------------------------------------------------------
+
+def test_diff_git_kustomize_with_a_symlink_to_an_absolute_path(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A revision holding a symlink to an absolute path gave tarfile's AbsoluteLinkError as a
+    traceback and exit 1 ("objects differ"). The export leaves such a link out; the diff of
+    the folders that do not need it works, and one that needs it is a one-line error."""
+    repo, bin_dir = tmp_path / "repo", tmp_path / "bin"
+    (repo / "app").mkdir(parents=True)
+    bin_dir.mkdir()
+    fake = bin_dir / "kustomize"  # `kustomize build DIR`: the folder's job.yaml, or fail
+    fake.write_text('#!/bin/sh\ncat "$2/job.yaml" || { echo "Error: missing" >&2; exit 1; }\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t",
+                        *args], check=True, capture_output=True)
+
+    (repo / "app" / "job.yaml").write_text(_job())
+    (repo / "outside").symlink_to("/etc")
+    (repo / "linked").mkdir()
+    (repo / "linked" / "job.yaml").symlink_to("/etc/hostname")
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-qm", "one")
+    monkeypatch.chdir(repo)
+    assert main(["diff", "--git", "--kustomize", "HEAD", "HEAD", "app"]) == 0
+    capsys.readouterr()
+    assert main(["diff", "--git", "--kustomize", "HEAD", "HEAD", "linked"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert "not exported: 2 symlinks that point outside the repository: " in err
