@@ -384,18 +384,31 @@ def test_local_run_host_patterns_are_built_once(monkeypatch: pytest.MonkeyPatch)
     assert len(built) == 2
 
 
-@pytest.mark.parametrize("nodes", [1025, 2_000_000_000])
 def test_local_run_refuses_more_pods_than_a_machine_should_start(
-        nodes: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """numNodes 2000000000 is a valid TrainJob; run --local built every pod in memory and
-    would then have forked them all. Refused before anything is planned, exit 2."""
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """numNodes 1025 is a valid TrainJob; run --local built every pod in memory and would
+    then have forked them all. Refused before anything is planned, exit 2."""
     job = tmp_path / "job.yaml"
-    job.write_text(EXAMPLE.replace("numNodes: 2", f"numNodes: {nodes}"))
+    job.write_text(EXAMPLE.replace("numNodes: 2", "numNodes: 1025"))
     code = main(["run", "--local", str(job)])
     out, err = capsys.readouterr()
     assert (code, out) == (2, "") and err.splitlines()[-1] == "tjc: cannot run " \
-        f"default/jax-mnist locally: the JobSet has {nodes} pods; tjc run --local starts at " \
+        "default/jax-mnist locally: the JobSet has 1025 pods; tjc run --local starts at " \
         "most 1024 processes (lower numNodes to try the job here)"
+
+
+def test_local_run_of_a_jobset_no_cluster_could_run(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """numNodes 2000000000: the compile refuses it as validate and render do (an Indexed Job
+    runs at most 100,000 pods at once), exit 1 with the located error."""
+    job = tmp_path / "job.yaml"
+    job.write_text(EXAMPLE.replace("numNodes: 2", "numNodes: 2000000000"))
+    code = main(["run", "--local", str(job)])
+    out, err = capsys.readouterr()
+    assert (code, out) == (1, "") and err.endswith(
+        ": error: TrainJob default/jax-mnist: spec.trainer.numNodes: replicated job 'node' "
+        "would run 2000000000 pods at once; an Indexed Job may run at most 100000 "
+        "[TJC-JOBSET-PARALLELISM]\n")
 
 
 def test_krm_error_lines_escape_the_orchestrators_annotations(
@@ -435,15 +448,18 @@ def test_controller_a_trainjob_name_its_jobset_cannot_carry(
         length: int, fails: str | None) -> None:
     """A TrainJob name of up to 63 characters passes Trainer's checks, but JobSet's webhook
     refuses Job names (`<name>-node-0`) or Pod names (`<name>-node-0-<index>-abcde`) over 63:
-    the apply failed with 422 on every retry. Now Failed once, with JobSet's own message."""
+    the apply failed with 422 on every retry. Now Failed once, with JobSet's own message;
+    the compile itself refuses it, so validate, render and the library say the same."""
     import yaml as pyyaml
 
-    from compiler.controller import limits
     from compiler.core.compile import compile_trainjob
 
     name = "j" * length
     job = pyyaml.safe_load(EXAMPLE.replace("name: jax-mnist", f"name: {name}"))
     runtime = pyyaml.safe_load((ROOT / "runtimes" / "jax-distributed.yaml").read_text())
-    objects = compile_trainjob(job, runtime).objects
-    found = limits.check(list(objects))
-    assert (found is None) if fails is None else (found is not None and fails in found)
+    result = compile_trainjob(job, runtime)
+    found = [d for d in result.diagnostics if d.rule == "TJC-JOBSET-NAME-TOO-LONG"]
+    assert result.ok is (fails is None)
+    assert (not found) if fails is None else (
+        not result.objects and found[0].field_path == "metadata.name"
+        and fails in found[0].message)

@@ -17,7 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as hs
 
 from compiler.common.jsondata import Obj
-from compiler.controller import limits, ownership, snapshot, sshsecret
+from compiler.controller import ownership, snapshot, sshsecret
+from compiler.core import limits
 from compiler.controller import status as st
 from compiler.controller.informer import Informer
 from compiler.controller.kube import (

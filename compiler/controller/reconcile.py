@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from compiler.common.jsondata import Obj
-from compiler.controller import admission, limits, memo, objects, ownership, snapshot, sshsecret
+from compiler.controller import admission, memo, objects, ownership, snapshot, sshsecret
 from compiler.controller import status as st
 from compiler.controller.informer import Informer
 from compiler.controller.kube import (
@@ -33,6 +33,7 @@ from compiler.controller.kube import (
     ApiError,
     Kube,
 )
+from compiler.core import limits
 from compiler.core.compile import compile_trainjob, prepare_runtime
 from compiler.core.context import CompileOptions, SSHKeySource
 
@@ -137,14 +138,11 @@ class Reconciler:
         errors = admission.refusals(result, spec_only, self._runtime_findings(runtime, digest),
                                     self.policies)
         if errors:
+            unschedulable = all(d.rule in limits.RULES for d in errors)
             st.set_condition(status, {"type": "Failed", "status": "True",
-                                      "reason": INVALID_REASON,
+                                      "reason": limits.REASON if unschedulable
+                                      else INVALID_REASON,
                                       "message": admission.message(errors)}, now)
-            return None
-        too_large = limits.check(list(result.objects))
-        if too_large is not None:
-            st.set_condition(status, {"type": "Failed", "status": "True",
-                                      "reason": limits.REASON, "message": too_large}, now)
             return None
         written: dict[str, Obj] = {}
         try:

@@ -26,7 +26,7 @@ from compiler.common.diagnostics import (
 )
 from compiler.common.errors import TjcError
 from compiler.common.jsondata import Obj, fast_copy
-from compiler.core import admission
+from compiler.core import admission, limits
 from compiler.core.context import (
     DEFAULT_OPTIONS,
     CompileOptions,
@@ -154,14 +154,17 @@ def compile_trainjob(trainjob: Mapping[str, Any],
     tj, notes = _prepare_trainjob(trainjob)
     seen = {(d.rule, d.path, d.message) for d in [*notes, *prepared.diagnostics]}
     notes += [d for d in admitted if (d.rule, d.path, d.message) not in seen]
-    return compile_defaulted(tj, prepared, options=options, notes=notes, ref=ref)
+    return compile_defaulted(tj, prepared, options=options, notes=notes, ref=ref,
+                             refuse=validate)
 
 
 def compile_defaulted(tj: Obj, prepared: PreparedRuntime, *, options: CompileOptions | None = None,
                       notes: list[Diagnostic] | None = None,
-                      ref: ObjectRef | None = None) -> CompileResult:
+                      ref: ObjectRef | None = None, refuse: bool = True) -> CompileResult:
     """Compile a TrainJob that already went through the structural pass and defaulting (as
-    `tjc render` has it after validation); `notes` are that pass's diagnostics."""
+    `tjc render` has it after validation); `notes` are that pass's diagnostics. `refuse`
+    False keeps a JobSet the cluster could never run (without validation, as upstream's
+    controller would build it)."""
     ref = ref or _object_ref(tj)
     notes = [*prepared.diagnostics, *(notes or [])]
     if has_errors(notes):
@@ -173,7 +176,8 @@ def compile_defaulted(tj: Obj, prepared: PreparedRuntime, *, options: CompileOpt
     if manager is not None:
         return CompileResult((), tuple(with_object([*notes, manager], ref)))
     try:
-        ctx, plugins, objects, diagnostics = _compile(tj, prepared, options or DEFAULT_OPTIONS)
+        ctx, plugins, objects, diagnostics = _compile(tj, prepared, options or DEFAULT_OPTIONS,
+                                                      refuse)
     except TjcError as exc:
         return CompileResult((), tuple(with_object([*notes, exc.diagnostic], ref)))
     diagnostics = notes + diagnostics
@@ -204,10 +208,11 @@ def policy_view(tj: Obj, prepared: PreparedRuntime) -> Obj | None:
     return next((o for o in objects if o.get("kind") == "JobSet"), None)
 
 
-def _compile(tj: Obj, prepared: PreparedRuntime, options: CompileOptions
+def _compile(tj: Obj, prepared: PreparedRuntime, options: CompileOptions, refuse: bool = True
              ) -> tuple[Context, tuple[PluginSpec, ...], list[Obj], list[Diagnostic]]:
     """The context, the active plugins in order, and what they made and said (raises
-    `TjcError` on a compile error)."""
+    `TjcError` on a compile error); with `refuse`, an error for a JobSet the cluster could
+    never run (`limits`)."""
     ctx = build_context(tj, prepared.doc, prepared.spec_copy(),
                         Recorder() if options.trace else None, prepared.merged)
     ctx.options = options
@@ -215,6 +220,9 @@ def _compile(tj: Obj, prepared: PreparedRuntime, options: CompileOptions
     if options.view() and any(p.name in VIEWLESS for p in plugins):
         ctx.options = replace(options, policy_view=False)
     objects, diagnostics = _run_plugins(ctx, plugins)
+    refusal = None if not refuse or has_errors(diagnostics) else limits.check(objects)
+    if refusal is not None:  # what the cluster could never run: refused on every path
+        diagnostics.append(refusal)
     return ctx, plugins, objects, diagnostics
 
 

@@ -7,17 +7,21 @@ largest cluster Kubernetes is tested for ("Considerations for large clusters": a
 pods in total). JobSet's webhook refuses a JobSet whose generated Job or Pod names would
 be over 63 characters. Only integers are multiplied: no check allocates in proportion to a count.
 (The MPI hostfile, the one object whose size grows with the node count, is sized before it is
-built by the compiler itself, `compiler/core/plugins/mpi.py`.) Called by `reconcile` before
-anything is written; pure.
+built by the compiler itself, `compiler/core/plugins/mpi.py`.) Called by the compile for every
+JobSet it makes, so validate, render, krm, the controller and the library refuse the same
+TrainJobs; the controller gives such a refusal the Failed reason `REASON`. Pure.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from compiler.common.diagnostics import Diagnostic, Path, error
 from compiler.common.jsondata import Obj
 
 REASON = "TrainJobUnschedulable"
+RULES = frozenset({"TJC-JOBSET-NAME-TOO-LONG", "TJC-JOBSET-PARALLELISM", "TJC-JOBSET-PODS"})
+NUM_NODES: Path = ("spec", "trainer", "numNodes")
 MAX_INDEXED_PARALLELISM = 100_000
 MAX_PODS = 150_000
 
@@ -55,23 +59,32 @@ def _long_names(jobset: Obj) -> str | None:
     return None
 
 
-def check(objects: list[Obj]) -> str | None:
-    """Why the compiled JobSet could never run, or None when it could."""
+def check(objects: list[Obj]) -> Diagnostic | None:
+    """Why the compiled JobSet could never run (an error about the TrainJob), or None."""
     for obj in objects:
         if obj.get("kind") != "JobSet":
             continue
         too_long = _long_names(obj)
         if too_long is not None:
-            return too_long
-        total = 0
-        for job in (obj.get("spec") or {}).get("replicatedJobs") or []:
-            spec = ((job.get("template") or {}).get("spec")) or {}
-            parallelism = _count(spec.get("parallelism"))
-            if parallelism > MAX_INDEXED_PARALLELISM:
-                return (f"replicated job {job.get('name')!r} would run {parallelism} pods at "
-                        f"once; an Indexed Job may run at most {MAX_INDEXED_PARALLELISM}")
-            total += _count(job.get("replicas")) * max(parallelism, 0)
-        if total > MAX_PODS:
-            return (f"the JobSet would run {total} pods; the controller refuses more than "
-                    f"{MAX_PODS} for one TrainJob (the largest cluster Kubernetes supports)")
+            return error("TJC-JOBSET-NAME-TOO-LONG", too_long, ("metadata", "name"))
+        counted = _counts(obj)
+        if counted is not None:
+            return counted
+    return None
+
+
+def _counts(obj: Obj) -> Diagnostic | None:
+    total = 0
+    for job in (obj.get("spec") or {}).get("replicatedJobs") or []:
+        spec = ((job.get("template") or {}).get("spec")) or {}
+        parallelism = _count(spec.get("parallelism"))
+        if parallelism > MAX_INDEXED_PARALLELISM:
+            return error("TJC-JOBSET-PARALLELISM", f"replicated job {job.get('name')!r} would "
+                         f"run {parallelism} pods at once; an Indexed Job may run at most "
+                         f"{MAX_INDEXED_PARALLELISM}", NUM_NODES)
+        total += _count(job.get("replicas")) * max(parallelism, 0)
+    if total > MAX_PODS:
+        return error("TJC-JOBSET-PODS", f"the JobSet would run {total} pods; more than "
+                     f"{MAX_PODS} for one TrainJob cannot be scheduled (the largest cluster "
+                     "Kubernetes supports)", NUM_NODES)
     return None
