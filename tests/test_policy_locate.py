@@ -112,7 +112,7 @@ def test_the_shortcut_locates_as_the_traced_compile() -> None:
             if not isinstance(doc, Document) or doc.data.get("kind") != "TrainJob":
                 continue
             found, data = validator.check_trainjob(doc)
-            entry = validator._policy_entry(found, data)
+            entry = validator._entry(found, data)
             if entry is None:
                 continue
             compiled = compile_defaulted(data, entry.get())

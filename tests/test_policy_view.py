@@ -64,7 +64,7 @@ def test_the_view_is_the_jobset_without_the_skipped_fields() -> None:
         validator, _ = prepare(sources, list(builtin_runtimes()), policies=checker)
         for doc in _trainjobs(sources):
             found, data = validator.check_trainjob(doc)
-            entry = validator._policy_entry(found, data)
+            entry = validator._entry(found, data)
             if entry is None:
                 continue
             full = compile_defaulted(data, entry.get())
@@ -119,7 +119,7 @@ def test_a_flux_runtime_compiles_in_full() -> None:
     sources = [Source("rt.json", json.dumps(FLUX_RUNTIME)), Source("job.json", json.dumps(job))]
     validator: Validator = prepare(sources, [], policies=_checker())[0]
     found, data = validator.check_trainjob(_trainjobs(sources)[0])
-    entry = validator._policy_entry(found, data)
+    entry = validator._entry(found, data)
     assert entry is not None
     full = compile_defaulted(data, entry.get())
     assert "flux" in full.plugins and full.ok

@@ -26,7 +26,7 @@ from compiler.common.diagnostics import (
 )
 from compiler.common.jsondata import Obj
 from compiler.core import admission, webhook
-from compiler.core.compile import compile_defaulted, policy_view
+from compiler.core.compile import CompileResult, compile_defaulted, policy_view
 from compiler.core.resolve import (
     ObjectKey,
     RuntimeKey,
@@ -153,29 +153,40 @@ class Validator:
         return self.policies.jobset(doc, trainjob, entry.doc, entry.get(), jobset)
 
     def trainjob_with_policies(self, doc: Document) -> list[Diagnostic]:
-        """`trainjob`, then (when valid) the policies of the JobSet it compiles to."""
+        """`trainjob`, then (when valid) the compile's refusals (what render, the controller
+        and the library refuse too) and the policies of the JobSet it compiles to."""
         found, data = self.check_trainjob(doc)
-        entry = self._policy_entry(found, data)
-        if entry is None or self.policies is None:
+        entry = self._entry(found, data)
+        if entry is None:
             return found
-        if self.policies.views_suffice():  # compiled only to be checked: its policy view
+        if self.policies is None or self.policies.views_suffice():  # its policy view
             jobset = policy_view(data, entry.get())
             if jobset is None:
+                return found + self._refusals(doc, entry, compile_defaulted(data, entry.get()))
+            if self.policies is None:
                 return found
             located = self.policies.jobset_view(doc, data, entry.doc, entry.get(), jobset)
             if located is not None:
                 return found + located
         compiled = compile_defaulted(data, entry.get())
         if has_errors(compiled.diagnostics):
-            return found
+            return found + self._refusals(doc, entry, compiled)
         return found + self.compiled(doc, data, entry, compiled.objects)
 
-    def _policy_entry(self, found: list[Diagnostic], data: Obj) -> RuntimeEntry | None:
-        """The runtime of a valid TrainJob whose JobSet the policies are to check."""
-        if self.policies is None or refused(found):
+    def _entry(self, found: list[Diagnostic], data: Obj) -> RuntimeEntry | None:
+        """The runtime of a TrainJob that passed admission, to compile it with."""
+        if refused(found):
             return None
         key = wanted_key(data)
         return None if isinstance(key, Diagnostic) else self.table.get(key)
+
+    @staticmethod
+    def _refusals(doc: Document, entry: RuntimeEntry, compiled: CompileResult
+                  ) -> list[Diagnostic]:
+        """The compile's errors (a hostfile too large, a JobSet the cluster could never run,
+        ...), located as render locates them; its warnings are the quirks' already."""
+        return [d.at((entry.doc if d.subject == "runtime" else doc).locate(d.path))
+                for d in compiled.diagnostics if d.severity is Severity.ERROR]
 
 
 def validate_stream(sources: Iterable[Source], builtin: Sequence[Document] = (),
