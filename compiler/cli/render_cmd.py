@@ -19,7 +19,7 @@ from compiler.io.builtin import builtin_runtimes
 from compiler.io.inputs import runtime_files, runtime_table
 from compiler.io.loader import Document, SourceFiles
 from compiler.render.pipeline import JobResult, render_source
-from compiler.validate.documents import Validator
+from compiler.validate.documents import Met, Names, Validator
 
 HELP = "render TrainJobs into the JobSet (and side objects) Kubeflow Trainer creates"
 EPILOG = """\
@@ -100,6 +100,7 @@ class Job:
     has_objects: bool
     text: str
     where: tuple[str, int, tuple[str | int, ...]]
+    met: Met | None = None  # for the parent's `Names`
 
 
 Event = Job | list[Diagnostic]
@@ -149,7 +150,8 @@ class Pipeline:
             return [item]
         tj = item.trainjob
         return Job(item.diagnostics, outdir.job_names(tj.data), bool(item.objects),
-                   _text(self.args, item.objects), (tj.source.name, tj.index, tuple(tj.base)))
+                   _text(self.args, item.objects), (tj.source.name, tj.index, tuple(tj.base)),
+                   Names.key(tj))
 
 
 def _worker(payload: tuple[argparse.Namespace, SourceFiles]
@@ -200,6 +202,7 @@ class _Output:
         self.args, self.pipeline, self.writer = args, pipeline, writer
         self.errors = False
         self.items = 0
+        self.names = Names()
 
     def emit(self, events: list[Event]) -> None:
         checker = self.pipeline.checker
@@ -212,9 +215,12 @@ class _Output:
             report(found, quiet=self.args.quiet)
 
     def _job(self, job: Job) -> list[Diagnostic]:
-        if self.writer is not None:
+        if self.writer is not None:  # it refuses a second TrainJob of one file itself
             found = self.writer.write(*job.names, job.has_objects, job.text)
             return [d.at(self._locate(job, ("metadata", "name"))) for d in found]
+        again = self.names.meet([job.met]) if job.met is not None else []
+        if again:  # a second TrainJob of one namespace and name, as validate says: no objects
+            return again
         if job.text and self.args.output == "json":
             sys.stdout.write((",\n" if self.items else JSON_HEAD) + job.text)
             self.items += 1

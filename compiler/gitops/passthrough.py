@@ -20,7 +20,7 @@ from compiler.io import toolfiles
 from compiler.io.inputs import RuntimeEntry, kind_of, runtime_table
 from compiler.io.loader import Document, Source, iter_source
 from compiler.render.pipeline import render_one
-from compiler.validate.documents import Validator
+from compiler.validate.documents import Names, Validator
 
 if TYPE_CHECKING:
     from compiler.policy.check import PolicyChecker
@@ -56,6 +56,7 @@ def transform(sources: Sequence[Source], builtin: Sequence[Document] = (),
     if notes:
         yield Item(None, notes)
     validator = Validator(table, policies=opts.policies) if opts.validate else None
+    names = Names()
     for source in sources:
         tool_file = toolfiles.skipped(source)
         if tool_file is not None:
@@ -69,7 +70,12 @@ def transform(sources: Sequence[Source], builtin: Sequence[Document] = (),
             if isinstance(kind, Diagnostic):
                 yield _other(doc, kind)
             elif kind == "TrainJob":
-                yield from _trainjob(doc, table, validator, opts)
+                met = Names.key(doc)
+                again = names.meet([met]) if met is not None else []
+                if again:  # a second TrainJob of one namespace and name: no objects
+                    yield Item(None, again, doc)
+                else:
+                    yield from _trainjob(doc, table, validator, opts)
             else:
                 found = validator.runtime(doc).diagnostics if validator else []
                 if opts.policies is not None:
