@@ -172,3 +172,79 @@ def test_diff_git_kustomize_with_a_symlink_to_an_absolute_path(
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and "Traceback" not in err
     assert "not exported: 2 symlinks that point outside the repository: " in err
+
+
+# --- one verdict: what the compile refuses, every tool refuses ------------------------------
+
+MPI_JOB = """apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata: {{name: big, namespace: team}}
+spec:
+  runtimeRef: {{name: deepspeed-distributed}}
+  trainer: {{numNodes: {nodes}, image: "repo/train:1"}}
+"""
+
+
+@pytest.mark.parametrize("nodes, rule", [(40000, "TJC-MPI-HOSTFILE-TOO-LARGE"),
+                                         (2**31 - 1, "TJC-MPI-HOSTFILE-TOO-LARGE"),
+                                         (200_000, "TJC-MPI-HOSTFILE-TOO-LARGE")])
+@pytest.mark.parametrize("verb", ["validate", "render"])
+def test_what_the_compile_refuses_validate_refuses_too(
+        nodes: int, rule: str, verb: str, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """An MPI TrainJob with numNodes 40000: validate exited 0 with no output while render
+    exited 1 and the controller marked it Failed."""
+    job = tmp_path / "job.yaml"
+    job.write_text(MPI_JOB.format(nodes=nodes))
+    for policies in ([], ["--no-default-policies"]):
+        code = main([verb, "-q", *policies, str(job)])
+        out, err = capsys.readouterr()
+        assert code == 1
+        assert f"{job}:6:23: error: TrainJob team/big: spec.trainer.numNodes: " in out + err
+        assert f"[{rule}]" in out + err
+
+
+@pytest.mark.parametrize("verb", ["validate", "render"])
+def test_a_name_whose_pod_names_jobset_refuses(verb: str, tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """Pod host names over 63 characters passed validate and render; only the controller
+    refused them."""
+    job = tmp_path / "job.yaml"
+    job.write_text(_job("n" * 50))
+    code = main([verb, "-q", "--no-default-policies", str(job)])
+    out, err = capsys.readouterr()
+    assert code == 1 and "[TJC-JOBSET-NAME-TOO-LONG]" in out + err
+    assert f"{job}:3:18: error: TrainJob team/{'n' * 50}: metadata.name: JobSet name is too " \
+        "long, pod names generated for this JobSet will exceed 63 characters" in out + err
+
+
+def test_the_library_refuses_a_jobset_no_cluster_could_run() -> None:
+    job = yaml.safe_load(_job())
+    job["spec"]["trainer"]["numNodes"] = 150_001
+    result = compile_trainjob(job, RUNTIME)
+    assert not result.ok and not result.objects
+    assert [d.rule for d in result.diagnostics if d.severity.value == "error"] == [
+        "TJC-JOBSET-PARALLELISM"]
+    kept = compile_trainjob(job, RUNTIME, validate=False)  # as upstream's controller builds it
+    assert kept.ok and kept.objects
+
+
+def test_render_and_krm_refuse_a_second_trainjob_of_one_name(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    (tmp_path / "jobs.yaml").write_text(_job() + "---\n" + _job())
+    code = main(["render", "-q", "--no-default-policies", str(tmp_path / "jobs.yaml")])
+    out, err = capsys.readouterr()
+    assert code == 1 and out.count("kind: JobSet") == 1 and "[TJC-TRAINJOB-DUPLICATE]" in err
+    items = [yaml.safe_load(_job()), yaml.safe_load(_job())]
+    resource_list = {"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList",
+                     "items": items, "functionConfig": {"kind": "X",
+                                                        "spec": {"defaultPolicies": False}}}
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(
+        yaml.safe_dump(resource_list).encode())))
+    assert main(["krm"]) == 1
+    result = yaml.safe_load(capsys.readouterr().out)
+    assert [r["tags"]["rule"] for r in result["results"]] == ["TJC-TRAINJOB-DUPLICATE"]
+    assert [o["kind"] for o in result["items"]].count("JobSet") == 1
