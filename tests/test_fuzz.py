@@ -75,3 +75,10 @@ def test_the_harness_sees_broken_promises() -> None:
     assert "not a located" in problems(render, Outcome(code=1, stderr="error: x [R]\n"))[0]
     assert "does not parse" in problems(render, Outcome(code=0, stdout="a: [\n"))[0]
     assert problems(render, Outcome(code=1, stderr="in.yaml:1:2: error: x: y [TJC-X]\n")) == []
+
+
+@BUDGET
+@given(case=fs.differential_cases())
+def test_one_verdict_from_every_tool(worker: Worker, case: Case) -> None:
+    """validate, render, krm and the library refuse the same documents."""
+    _check(worker, case)

@@ -31,9 +31,10 @@ from tests.fuzz.harness import REPO, Case, Worker, problems
 FAMILIES = {"token-soup": lambda: fs.cases_for(fs.single(fs.soup_stream(10))),
             "deep-nesting": lambda: fs.cases_for(fs.single(fs.deep_text())),
             "malformed-objects": lambda: fs.cases_for(fs.single(fs.objects_text(12))),
-            "mutated-golden": lambda: fs.cases_for(fs.mutated_golden())}
-SHARE = {"token-soup": 0.3, "deep-nesting": 0.02, "malformed-objects": 0.34,
-         "mutated-golden": 0.34}
+            "mutated-golden": lambda: fs.cases_for(fs.mutated_golden()),
+            "differential": fs.differential_cases}
+SHARE = {"token-soup": 0.3, "deep-nesting": 0.02, "malformed-objects": 0.3,
+         "mutated-golden": 0.3, "differential": 0.08}
 CHUNK = 200
 OUT = REPO / "build" / "fuzz" / "findings"
 

@@ -191,8 +191,11 @@ def _run_case(case: Case, seconds: float, scratch: Path) -> Outcome:
     outcome = Outcome()
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            outcome.code = main([case.verb, *case.args])
+        if case.verb == "differential":
+            outcome.code, outcome.failure = _differential(case, scratch, out)
+        else:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                outcome.code = main([case.verb, *case.args])
     except SystemExit as exc:
         outcome.code = exc.code if isinstance(exc.code, int) else 2
     except _Timeout:
@@ -208,6 +211,15 @@ def _run_case(case: Case, seconds: float, scratch: Path) -> Outcome:
         outcome.failure = "; ".join(_written_problems(case, scratch))
     outcome.stdout, outcome.stderr = out.getvalue(), err.getvalue()
     return outcome
+
+
+def _differential(case: Case, scratch: Path, out: io.StringIO) -> tuple[int, str]:
+    """The verdicts of every tool (`tests.fuzz.differential`); a disagreement is the failure."""
+    from tests.fuzz import differential
+
+    found = differential.verdicts(differential.names_of(case.files), scratch)
+    out.write(json.dumps(found))
+    return 0, differential.disagreement(found)
 
 
 def _written_problems(case: Case, scratch: Path) -> list[str]:

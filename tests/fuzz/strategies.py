@@ -214,6 +214,22 @@ def objects_text(most: int = 3) -> st.SearchStrategy[str]:
         lambda docs: "---\n".join(dump(d, s) + "\n" for d, s in docs))
 
 
+@st.composite
+def differential_cases(draw: st.DrawFn) -> Case:
+    """Documents for every tool at once (`tests.fuzz.differential`): golden inputs mutated
+    at the data level (so that most still parse), or malformed objects with a golden case's
+    runtime beside them."""
+    files = dict(draw(st.sampled_from(golden_inputs())))
+    if draw(st.booleans()):
+        for _ in range(draw(st.integers(1, 3))):
+            name = draw(st.sampled_from(sorted(files)))
+            files[name] = _mutate_data(draw, files[name])
+    else:
+        files["trainjob.yaml"] = draw(objects_text())
+    documents = sum(1 + text.count("\n---") for text in files.values())
+    return Case("differential", [], files, documents)
+
+
 def all_cases() -> st.SearchStrategy[Case]:
     """Every family, mixed."""
     return st.one_of(cases_for(single(token_soup())), cases_for(single(deep_text())),
