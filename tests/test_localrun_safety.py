@@ -1,18 +1,25 @@
-"""`tjc run --local` writes only below its run folder.
+"""`tjc run --local` writes only below its run folder and leaves no process behind.
 
 Volume files: an item path or mode the API server refuses (`compiler.kube.podvolumes`) is
 refused before anything is written; the writer itself never leaves a volume's folder (not
 through `..`, an absolute path or a planted symbolic link) and chooses the modes: 0600 for
-Secret keys, never set-uid, set-gid or sticky bits. Runs with the interpreter of the test
-suite only.
+Secret keys, never set-uid, set-gid or sticky bits. Processes: whatever signals tjc gets
+(SIGKILL, SIGHUP, a second Ctrl-C or SIGTERM during the grace period), no pod process and no
+process a pod started outlives it. Runs with the interpreter of the test suite only.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import os
+import select
+import signal
 import stat
+import subprocess
+import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -266,3 +273,111 @@ def test_podvolumes_follows_the_api_server(pod_spec: dict[str, Any],
     found = podvolumes.problems(pod_spec)
     assert [path for path, _ in found] == [path for path, _ in expected], found
     assert all(part in message for (_, message), (_, part) in zip(found, expected, strict=True))
+
+
+# --- processes ---------------------------------------------------------------------------
+
+# A pod that outlasts SIGTERM: it says so, and so does the child it started (same group).
+POD = """\
+import os, signal, subprocess, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+child = subprocess.Popen(["sleep", "300"])
+signal.signal(signal.SIGTERM, lambda *_: print("term", flush=True))
+print("pids", os.getpid(), child.pid, flush=True)
+while True:
+    time.sleep(1)
+"""
+
+
+def _read_until(proc: subprocess.Popen[bytes], word: str, count: int, seen: list[str],
+                seconds: float = 60.0) -> None:
+    """Read tjc's output into `seen` until `count` lines end in a line starting with `word`."""
+    assert proc.stdout is not None
+    deadline = time.monotonic() + seconds
+    buffer = b""
+    while sum(line.split("] ", 1)[-1].startswith(word) for line in seen) < count:
+        left = deadline - time.monotonic()
+        assert left > 0, f"no {count} {word!r} lines: {seen}"
+        if select.select([proc.stdout], [], [], left)[0]:
+            chunk = os.read(proc.stdout.fileno(), 4096)
+            assert chunk, f"tjc ended early: {seen}"
+            buffer += chunk
+            *lines, rest = buffer.split(b"\n")
+            buffer = rest
+            seen += [line.decode() for line in lines]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+    return state not in ("Z", "X")  # a zombie has exited; its new parent reaps it
+
+
+def _survivors(pids: list[int], seconds: float = 10.0) -> list[int]:
+    deadline = time.monotonic() + seconds
+    while (left := [pid for pid in pids if _alive(pid)]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return left
+
+
+@pytest.mark.parametrize("signals", [
+    (signal.SIGKILL,), (signal.SIGHUP,), (signal.SIGINT, signal.SIGINT),
+    (signal.SIGINT, signal.SIGTERM), (signal.SIGTERM, signal.SIGHUP)],
+    ids=lambda sigs: "+".join(signal.Signals(s).name for s in sigs))
+def test_no_pod_process_outlives_tjc(tmp_path: Path, signals: tuple[int, ...]) -> None:
+    script = tmp_path / "pod.py"
+    script.write_text(POD)
+    job = tmp_path / "job.yaml"
+    job.write_text(TRAINJOB.format(script=f"import runpy; runpy.run_path('{script}')"))
+    proc = subprocess.Popen([sys.executable, "-m", "compiler", "run", "--local", str(job)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    seen: list[str] = []
+    pids: list[int] = []
+    try:
+        _read_until(proc, "pids", 2, seen)
+        pids = [int(pid) for line in seen if "] pids " in line for pid in line.split()[2:]]
+        assert len(pids) == 4 and all(_alive(pid) for pid in pids), seen
+        proc.send_signal(signals[0])
+        if len(signals) > 1:
+            _read_until(proc, "term", 2, seen)  # tjc is stopping; its grace period runs
+            proc.send_signal(signals[1])
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == (-signal.SIGKILL if signals[0] == signal.SIGKILL else 130), err
+        assert _survivors(pids) == [], seen
+    finally:
+        proc.kill()
+        proc.wait()
+        for pid in pids:  # on failure, leave nothing behind
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+SPAWNER = """\
+import os, sys, time
+from pathlib import Path
+from compiler.localrun import lifetime
+proc = lifetime.spawn(["sleep", "300"], dict(os.environ), Path("."))
+print(proc.pid, flush=True)
+time.sleep(300)
+"""
+
+
+def test_a_pod_process_dies_with_its_parent_without_the_watchdog(tmp_path: Path) -> None:
+    """The parent-death signal alone: SIGKILL of the process that started a pod kills the
+    pod, though it runs in a session of its own and no watchdog knows it."""
+    parent = subprocess.Popen([sys.executable, "-c", SPAWNER], stdout=subprocess.PIPE,
+                              text=True, cwd=Path(__file__).resolve().parent.parent)
+    assert parent.stdout is not None
+    pid = int(parent.stdout.readline())
+    try:
+        assert _alive(pid) and os.getsid(pid) == pid  # a session and process group of its own
+        parent.kill()
+        parent.wait()
+        assert _survivors([pid]) == []
+    finally:
+        parent.kill()
+        parent.wait()
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
