@@ -40,7 +40,8 @@ exit codes:
   0    the JobSet succeeded (its success policy was met)
   1    the JobSet failed (a pod failed, or --timeout passed), or the TrainJob has errors
   2    usage error, unreadable input, or a JobSet that cannot run locally (the reason is printed)
-  130  interrupted (Ctrl-C stops every process)
+  130  interrupted (Ctrl-C, SIGTERM or SIGHUP stops every process; a second one during the
+       grace period kills them at once)
 """
 EPILOG = """\
 examples:
@@ -112,18 +113,22 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_stoppable(built: plan.Plan, workdir: Path, timeout: float | None) -> runner.Outcome:
-    """Run with SIGTERM handled as Ctrl-C is, so that both stop every process."""
+    """Run with SIGTERM and SIGHUP handled as Ctrl-C is, so that each stops every process
+    (a second one during the grace period kills them at once)."""
     from compiler.localrun import runner
-
 
     def interrupt(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
 
-    previous = signal.signal(signal.SIGTERM, interrupt)
+    previous = {sig: signal.signal(sig, interrupt) for sig in _STOPPING}
     try:
         return runner.run(built, workdir, sys.stdout, timeout=timeout)
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+_STOPPING = (signal.SIGTERM, signal.SIGHUP)
 
 
 def _compile(args: argparse.Namespace) -> JobResult | int:

@@ -4,7 +4,10 @@
 completion index), resolves what the kubelet would (`compiler.localrun.kubelet`), maps every
 pod host name to 127.0.0.1 and every declared container port to a free local port
 (`compiler.localrun.hosts`), writes mounted ConfigMaps and Secrets as files below the run
-folder, and refuses what cannot run here. Called by `compiler.cli.run_cmd`; runs nothing.
+folder (`compiler.localrun.volumes`), and refuses what cannot run here. A pod volume the API
+server would refuse (`compiler.kube.podvolumes`: an item path leaving its volume, a mode
+beyond 0777) is refused before any file is written. Called by `compiler.cli.run_cmd`; runs
+nothing.
 """
 
 from __future__ import annotations
@@ -13,10 +16,11 @@ import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from compiler.common.diagnostics import format_path
 from compiler.common.jsondata import Obj
-from compiler.localrun import hosts, kubelet, shims
+from compiler.kube import podvolumes
+from compiler.localrun import hosts, kubelet, shims, volumes
 from compiler.localrun.kubelet import PodIdentity, PodView
 
 _SSH_SERVERS = frozenset({"sshd"})
@@ -87,6 +91,8 @@ def build_plan(objects: list[Obj], options: Options) -> Plan:
     side = {(str(o.get("kind")), str(o["metadata"]["name"])): o for o in objects
             if o.get("kind") in ("ConfigMap", "Secret")}
     pods = _identities(jobset)
+    _check_volumes(jobset)  # before anything is written
+    options.run_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     subdomain = str((spec.get("network") or {}).get("subdomain") or name)
     table = hosts.HostTable.build(pods, subdomain, _declared_ports(jobset))
     bin_dir = shims.write(options.run_dir, options.python, table.names())
@@ -139,6 +145,19 @@ def _check_count(jobset: Obj) -> None:
     if total > MAX_LOCAL_PODS:
         raise Refusal(f"the JobSet has {total} pods; tjc run --local starts at most "
                       f"{MAX_LOCAL_PODS} processes (lower numNodes to try the job here)")
+
+
+def _check_volumes(jobset: Obj) -> None:
+    """Refuse, before any file is written, a pod volume the API server would refuse (an item
+    path leaving its volume, a mode beyond 0777): the first one, with its JobSet field path."""
+    for index, rjob in enumerate((jobset.get("spec") or {}).get("replicatedJobs") or []):
+        pod_spec = (((rjob.get("template") or {}).get("spec") or {}).get("template")
+                    or {}).get("spec") or {}
+        for path, message in podvolumes.problems(pod_spec):
+            where = ("spec", "replicatedJobs", index, "template", "spec", "template", "spec",
+                     *path)
+            raise Refusal(f"{format_path(where)}: {message} (the API server refuses such a "
+                          "pod)")
 
 
 def _identities(jobset: Obj) -> list[tuple[PodIdentity, Obj]]:
@@ -198,7 +217,10 @@ def _pod(ident: PodIdentity, template: Obj, side: dict[tuple[str, str], Obj],
     env.setdefault("JOB_COMPLETION_INDEX", str(ident.completion_index))
     argv = [kubelet.expand(str(part), env) for part in
             [*(container.get("command") or []), *(container.get("args") or [])]]
-    mounts = _mount(ident, pod_spec, container, side, options.run_dir)
+    try:
+        mounts = volumes.mount(ident.hostname, pod_spec, container, side, options.run_dir)
+    except volumes.VolumeError as exc:
+        raise Refusal(f"pod {ident.hostname}: {exc}") from exc
     env = {key: hosts.remap_paths(table.rewrite(value), mounts) for key, value in
            hosts.remap_port_vars(env, table).items()}
     argv = [hosts.remap_paths(table.rewrite(part), mounts) for part in argv]
@@ -244,61 +266,3 @@ def _check_gpus(ident: PodIdentity, container: Obj, ignore: bool) -> None:
                 raise Refusal(f"pod {ident.hostname}: container {container.get('name')!r} "
                               f"requests {key}: {value}; run with --ignore-gpus to run it "
                               "without one")
-
-
-def _mount(ident: PodIdentity, pod_spec: Obj, container: Obj,
-           side: dict[tuple[str, str], Obj], run_dir: Path) -> list[tuple[str, str]]:
-    """Write the container's volumes below the run folder; (mountPath, local path) pairs."""
-    volumes = {str(v.get("name")): v for v in pod_spec.get("volumes") or []}
-    pairs = []
-    for mount in container.get("volumeMounts") or []:
-        volume = volumes.get(str(mount.get("name")), {})
-        local = _volume_dir(ident, volume, run_dir)
-        _fill(local, volume, side)
-        target = local / str(mount.get("subPath") or "")
-        pairs.append((str(mount["mountPath"]).rstrip("/") or "/", str(target).rstrip("/")))
-    return pairs
-
-
-def _volume_dir(ident: PodIdentity, volume: Obj, run_dir: Path) -> Path:
-    name = str(volume.get("name", "volume"))
-    if "persistentVolumeClaim" in volume:  # shared by every pod, as a ReadWriteMany claim is
-        claim = str(volume["persistentVolumeClaim"].get("claimName", name))
-        return run_dir / "volumes" / claim
-    if "hostPath" in volume:
-        return Path(str(volume["hostPath"].get("path", "/")))
-    return run_dir / "pods" / ident.hostname / "volumes" / name
-
-
-def _fill(local: Path, volume: Obj, side: dict[tuple[str, str], Obj]) -> None:
-    """Create the volume folder; a ConfigMap or Secret volume gets its keys as files."""
-    if "hostPath" in volume:
-        return
-    local.mkdir(parents=True, exist_ok=True)
-    kind, source = ("ConfigMap", volume.get("configMap")) if "configMap" in volume else \
-        ("Secret", volume.get("secret"))
-    if not isinstance(source, dict):
-        return
-    ref = str(source.get("name") or source.get("secretName") or "")
-    found = side.get((kind, ref))
-    if found is None:
-        if source.get("optional"):
-            return
-        raise Refusal(f"{kind} {ref!r} mounted as volume {volume.get('name')!r} is not among "
-                      "the compiled objects")
-    _write_items(local, found.get("data") or {}, source, kind)
-
-
-def _write_items(local: Path, data: dict[str, Any], source: Obj, kind: str) -> None:
-    items = source.get("items") or [{"key": key, "path": key} for key in sorted(data)]
-    default_mode = int(source.get("defaultMode", 0o644))
-    for item in items:
-        raw = data.get(item["key"])
-        if raw is None:
-            continue
-        content = kubelet.decoded(str(raw)) if kind == "Secret" else str(raw).encode()
-        target = local / str(item["path"])
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(content)
-        # readable by the owner whatever the mode: locally the owner is the one who runs it
-        target.chmod(int(item.get("mode", default_mode)) | 0o400)

@@ -3,11 +3,15 @@
 Replicated jobs start in JobSet order: one waits for its `dependsOn` (Ready: its pods are
 started; Complete: its pods exited 0) and, under `startupPolicy: InOrder`, for the one before
 it; a pod with a tcpSocket readiness probe is Ready once its port accepts a connection.
-Each process runs in its own process group with its output streamed line by line,
-prefixed with the pod name. The JobSet succeeds when its success policy is met (`All` or `Any`
-of the target jobs complete; the rest are then stopped) and fails when a pod fails, after
+Each process runs in its own process group with its output streamed line by line, prefixed
+with the pod name, and does not outlive tjc (`compiler.localrun.lifetime`: the parent-death
+signal and a watchdog). The JobSet succeeds when its success policy is met (`All` or `Any` of
+the target jobs complete; the rest are then stopped) and fails when a pod fails, after
 `failurePolicy.maxRestarts` restarts of the whole set. A failed pod is not retried by its Job
-(`backoffLimit` is not applied locally). Called by `compiler.cli.run_cmd`.
+(`backoffLimit` is not applied locally). Stopping sends SIGTERM to every group and SIGKILL
+after a grace period, or at once when the stop itself is interrupted (a second Ctrl-C, or the
+SIGTERM or SIGHUP the CLI turns into one). Called by `compiler.cli.run_cmd`, from the thread
+that is to start every pod.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+from compiler.localrun import lifetime
 from compiler.localrun.plan import LocalJob, LocalPod, Plan
 
 _POLL = 0.05
@@ -43,8 +48,10 @@ class Outcome:
 class _Attempt:
     """One start of every job of the plan."""
 
-    def __init__(self, plan: Plan, workdir: Path, out: TextIO, lock: threading.Lock) -> None:
+    def __init__(self, plan: Plan, workdir: Path, out: TextIO, lock: threading.Lock,
+                 watchdog: lifetime.Watchdog) -> None:
         self.plan, self.workdir, self.out, self.lock = plan, workdir, out, lock
+        self.watchdog = watchdog
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.codes: dict[str, int | None] = {}
         self.started: set[str] = set()
@@ -100,10 +107,9 @@ class _Attempt:
                         self._spawn(pod)
 
     def _spawn(self, pod: LocalPod) -> None:
-        proc = subprocess.Popen(pod.argv, env=pod.env, cwd=self.workdir, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        proc = lifetime.spawn(pod.argv, pod.env, self.workdir)
         self.procs[pod.name] = proc
+        self.watchdog.watch(proc.pid)
         thread = threading.Thread(target=self._pump, args=(pod.name, proc), daemon=True)
         thread.start()
         self.threads.append(thread)
@@ -122,23 +128,34 @@ class _Attempt:
         return any(done) if self.plan.success_operator == "Any" else bool(done) and all(done)
 
     def stop(self) -> None:
-        """Stop every process group still running: SIGTERM, then SIGKILL after a grace."""
+        """Stop every process group still running: SIGTERM, then SIGKILL after a grace; at
+        once when a second interrupt ends the grace early (it is raised again after)."""
         live = [p for p in self.procs.values() if p.poll() is None]
         for proc in live:
             _signal(proc, signal.SIGTERM)
-        deadline = time.monotonic() + _GRACE
-        for proc in live:
-            try:
-                proc.wait(max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                _signal(proc, signal.SIGKILL)
-                proc.wait()
-        for name, proc in self.procs.items():
-            self.codes.setdefault(name, None if proc in live else proc.returncode)
-        for proc in self.procs.values():  # leftovers of the group (e.g. ranks under mpirun)
-            _signal(proc, signal.SIGKILL)
+        try:
+            _wait(live, time.monotonic() + _GRACE)
+        finally:
+            self._kill()
+            for name, proc in self.procs.items():
+                self.codes.setdefault(name, None if proc in live else proc.returncode)
         for thread in self.threads:
             thread.join(timeout=1.0)
+
+    def _kill(self) -> None:
+        """SIGKILL every group (leftovers too, e.g. ranks under mpirun), reap its leader."""
+        for proc in self.procs.values():
+            _signal(proc, signal.SIGKILL)
+        for proc in self.procs.values():
+            proc.wait()
+            self.watchdog.release(proc.pid)
+
+
+def _wait(procs: list[subprocess.Popen[bytes]], deadline: float) -> None:
+    """Until every process exited or the deadline passed."""
+    for proc in procs:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(max(0.0, deadline - time.monotonic()))
 
 
 def _probe(pod: LocalPod) -> bool:
@@ -158,11 +175,20 @@ def _signal(proc: subprocess.Popen[bytes], sig: int) -> None:
 
 def run(plan: Plan, workdir: Path, out: TextIO, timeout: float | None = None) -> Outcome:
     """Run the plan to its end (or `timeout` seconds); Ctrl-C stops every process first."""
+    watchdog = lifetime.Watchdog()
+    try:
+        return _run(plan, workdir, out, timeout, watchdog)
+    finally:
+        watchdog.close()
+
+
+def _run(plan: Plan, workdir: Path, out: TextIO, timeout: float | None,
+         watchdog: lifetime.Watchdog) -> Outcome:
     lock = threading.Lock()
     begin = time.monotonic()
     restarts = 0
     while True:
-        attempt = _Attempt(plan, workdir, out, lock)
+        attempt = _Attempt(plan, workdir, out, lock, watchdog)
         try:
             result = _drive(attempt, begin, timeout)
         finally:

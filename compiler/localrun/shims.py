@@ -3,7 +3,8 @@
 `write` creates `<run dir>/bin`, put first on every pod's PATH: `python`, `python3` and
 `torchrun` run the interpreter given with `--python`, and `tjc-ssh` stands in for ssh: it runs
 the command on this machine when the host is one of the pods (so that `mpirun` reaches the
-"nodes" of the hostfile without an SSH server). Called by the plan.
+"nodes" of the hostfile without an SSH server). Written through `compiler.localrun.safefs`,
+like every file of the run folder. Called by the plan.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 import os
 import shlex
 from pathlib import Path
+
+from compiler.localrun import safefs
 
 _SSH = """#!/bin/sh
 # ssh stand-in of tjc run --local: every pod host is this machine.
@@ -40,8 +43,6 @@ exit 255
 
 def write(run_dir: Path, python: str, hosts: list[str]) -> Path:
     """Create the shims; returns their folder."""
-    bin_dir = run_dir / "bin"
-    bin_dir.mkdir(parents=True, exist_ok=True)
     exe = shlex.quote(python)
     scripts = {
         "python": f'#!/bin/sh\nexec {exe} "$@"\n',
@@ -49,11 +50,10 @@ def write(run_dir: Path, python: str, hosts: list[str]) -> Path:
         "torchrun": f'#!/bin/sh\nexec {exe} -m torch.distributed.run "$@"\n',
         "tjc-ssh": _SSH.replace("{hosts}", " ".join(hosts)),
     }
-    for name, text in scripts.items():
-        path = bin_dir / name
-        path.write_text(text)
-        path.chmod(0o755)
-    return bin_dir
+    with safefs.open_dir(run_dir, ["bin"]) as folder:
+        for name, text in scripts.items():
+            safefs.write_file(folder, [name], text.encode(), 0o755)
+    return run_dir / "bin"
 
 
 def mpi_env(bin_dir: Path) -> dict[str, str]:
