@@ -248,3 +248,61 @@ def test_render_and_krm_refuse_a_second_trainjob_of_one_name(
     result = yaml.safe_load(capsys.readouterr().out)
     assert [r["tags"]["rule"] for r in result["results"]] == ["TJC-TRAINJOB-DUPLICATE"]
     assert [o["kind"] for o in result["items"]].count("JobSet") == 1
+
+
+BAD_VOLUME_RUNTIME = """apiVersion: trainer.kubeflow.org/v1alpha1
+kind: ClusterTrainingRuntime
+metadata: {{name: badvol}}
+spec:
+  mlPolicy: {{numNodes: 1}}
+  template:
+    spec:
+      replicatedJobs:
+      - name: node
+        template:
+          metadata: {{labels: {{trainer.kubeflow.org/trainjob-ancestor-step: trainer}}}}
+          spec:
+            template:
+              spec:
+                containers:
+                - name: node
+                  image: "busybox:1"
+                volumes:
+                - name: cfg
+                  configMap:
+                    name: cfg
+                    {field}
+---
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata: {{name: usesbad, namespace: team}}
+spec:
+  runtimeRef: {{name: badvol}}
+"""
+
+
+@pytest.mark.parametrize("field, path", [
+    ("items: [{key: a, path: ../../x}]", "volumes[0].configMap.items[0].path"),
+    ("items: [{key: a, path: /etc/x}]", "volumes[0].configMap.items[0].path"),
+    ("items: [{key: a, path: x, mode: 3583}]", "volumes[0].configMap.items[0].mode"),
+    ("defaultMode: 512", "volumes[0].configMap.defaultMode")])
+@pytest.mark.parametrize("verb", ["validate", "render", "library"])
+def test_a_volume_item_the_api_server_refuses(field: str, path: str, verb: str,
+                                             tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """A ConfigMap/Secret volume item with `path: ../../x`, an absolute path or `mode: 3583`
+    passed validate; the API server refuses the Pods of the Job JobSet creates from it, so the
+    TrainJob hangs. Now the runtime has an error at the field, and its TrainJobs fail."""
+    text = BAD_VOLUME_RUNTIME.format(field=field)
+    full = "spec.template.spec.replicatedJobs[0].template.spec.template.spec." + path
+    if verb == "library":
+        runtime, job = yaml.safe_load_all(text)
+        result = compile_trainjob(job, runtime)
+        assert not result.ok and [(d.rule, d.field_path) for d in result.diagnostics][:1] == [
+            ("TJC-POD-VOLUME", full)]
+        return
+    (tmp_path / "in.yaml").write_text(text)
+    code = main([verb, "-q", "--no-default-policies", str(tmp_path / "in.yaml")])
+    out, err = capsys.readouterr()
+    assert code == 1 and f"error: ClusterTrainingRuntime badvol: {full}: " in out + err
+    assert "[TJC-RUNTIME-INVALID]" in out + err and "kind: JobSet" not in out

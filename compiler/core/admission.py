@@ -18,7 +18,7 @@ from compiler.common.diagnostics import Diagnostic, Severity, error, refused
 from compiler.common.jsondata import Obj, copy_json, non_string_key
 from compiler.core import webhook
 from compiler.core.resolve import RUNTIME_KINDS
-from compiler.kube import admitwalk, cel, objectmeta, structural
+from compiler.kube import admitwalk, cel, objectmeta, podvolumes, structural
 from compiler.kube.defaults import default_in_place
 
 
@@ -92,6 +92,7 @@ def admit_runtime(runtime: Mapping[str, Any], old: Mapping[str, Any] | None = No
     data, found = check_object(kind, runtime, old)
     typed = well_typed(data, found)
     found += webhook.validate_runtime(typed, old=dict(old) if old is not None else None)
+    found += podvolumes.refusals(kind, typed)
     return typed, [_about_runtime(d) for d in found]
 
 
@@ -137,5 +138,7 @@ def admit_against(trainjob: Mapping[str, Any], runtime: tuple[Obj, list[Diagnost
             found += [d for d in problems if d.severity is Severity.ERROR]
             found.append(runtime_invalid(rt))
     old_data = dict(old) if old is not None else None
-    found += webhook.validate_trainjob(well_typed(data, found), rt, old=old_data)
+    typed = well_typed(data, found)
+    found += webhook.validate_trainjob(typed, rt, old=old_data)
+    found += podvolumes.refusals("TrainJob", typed)
     return found

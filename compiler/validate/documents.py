@@ -37,7 +37,7 @@ from compiler.core.resolve import (
 )
 from compiler.io.inputs import RuntimeEntry, classified, runtime_table
 from compiler.io.loader import Document, Source, iter_source
-from compiler.kube import podresources
+from compiler.kube import podresources, podvolumes
 from compiler.validate import quirks
 
 if TYPE_CHECKING:
@@ -105,7 +105,9 @@ class Validator:
         if checked is None:
             old = self.previous.get(object_key(doc.data))
             checked = check_document(doc, old)
-            checked.diagnostics += webhook.validate_runtime(_well_typed(checked), old=old)
+            typed = _well_typed(checked)
+            checked.diagnostics += webhook.validate_runtime(typed, old=old)
+            checked.diagnostics += podvolumes.refusals(doc.kind, typed)
             checked.diagnostics = _locate(checked.diagnostics, checked, None, object_ref(doc.data))
             if self.policies is not None:
                 checked.diagnostics += self.policies.document(doc, _well_typed(checked))
@@ -137,6 +139,7 @@ class Validator:
         runtime = _well_typed(rt) if rt is not None else None
         trainjob = _well_typed(checked)
         found += webhook.validate_trainjob(trainjob, runtime, old=old)
+        found += podvolumes.refusals("TrainJob", trainjob)
         if runtime is not None:
             found += quirks.check(trainjob, runtime)
         located = _locate(found, checked, entry.doc if entry else None, object_ref(doc.data))
