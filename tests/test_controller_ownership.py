@@ -18,7 +18,6 @@ from hypothesis import strategies as hs
 
 from compiler.common.jsondata import Obj
 from compiler.controller import ownership, snapshot, sshsecret
-from compiler.core import limits
 from compiler.controller import status as st
 from compiler.controller.informer import Informer
 from compiler.controller.kube import (
@@ -32,6 +31,7 @@ from compiler.controller.kube import (
     Resource,
 )
 from compiler.controller.reconcile import INVALID_REASON, ReconcileError, Reconciler, reason_of
+from compiler.core import limits
 from compiler.core.context import SSHKeyPair
 from compiler.core.plugins.base import controller_reference
 from tests.test_controller_units import RUNTIMES, FakeKube, FakeStore, _trainjob

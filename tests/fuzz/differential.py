@@ -133,7 +133,8 @@ def _library(docs: list[dict[str, Any]]) -> int:
     for doc in docs:
         if doc["kind"] != "TrainJob":
             continue
-        meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+        found = doc.get("metadata")
+        meta: dict[str, Any] = found if isinstance(found, dict) else {}
         name = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
         refused |= name in seen
         seen.add(name)
