@@ -121,7 +121,7 @@ bench-controllers: setup e2e-binaries
 
 # The long fuzz campaign (the suite runs a derandomized sample): FUZZ_DOCUMENTS inputs through
 # validate, render and explain, each run under a memory cap and time limit; prints the count.
-FUZZ_DOCUMENTS ?= 100000
+FUZZ_DOCUMENTS ?= 1000000
 fuzz: setup
 	$(BIN)/python -m tests.fuzz.campaign --documents $(FUZZ_DOCUMENTS)
 

@@ -1,7 +1,7 @@
 """The long fuzz campaign behind `make fuzz`: run the fuzz strategies until N documents were
 fed to tjc, keep going past findings, and report the count and every distinct finding.
 
-    python -m tests.fuzz.campaign --documents 100000 [--seed S]
+    python -m tests.fuzz.campaign --documents 1000000 [--seed S] [--jobs N]
 
 Each family of `tests.fuzz.strategies` gets its share of the budget; hypothesis drives the
 generation (not derandomized: every campaign explores anew unless --seed is given). A finding
@@ -14,11 +14,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import random
 import re
 import signal
+import subprocess
 import sys
+import tempfile
 import time
+import traceback
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, given, seed, settings
@@ -28,9 +34,9 @@ from tests.fuzz import strategies as fs
 from tests.fuzz.harness import REPO, Case, Worker, problems
 
 # Streams of several documents per run: most of a run's cost is fixed (runtimes, policies).
-FAMILIES = {"token-soup": lambda: fs.cases_for(fs.single(fs.soup_stream(10))),
+FAMILIES = {"token-soup": lambda: fs.cases_for(fs.single(fs.soup_stream(25))),
             "deep-nesting": lambda: fs.cases_for(fs.single(fs.deep_text())),
-            "malformed-objects": lambda: fs.cases_for(fs.single(fs.objects_text(12))),
+            "malformed-objects": lambda: fs.cases_for(fs.single(fs.objects_text(25))),
             "mutated-golden": lambda: fs.cases_for(fs.mutated_golden()),
             "differential": fs.differential_cases}
 SHARE = {"token-soup": 0.3, "deep-nesting": 0.02, "malformed-objects": 0.3,
@@ -47,6 +53,20 @@ class Tally:
         self.runs = 0
         self.findings: Counter[str] = Counter()
         self.examples: dict[str, Case] = {}
+
+    def as_json(self) -> dict[str, Any]:
+        """What a part sends the parent."""
+        return {"documents": self.documents, "runs": self.runs,
+                "findings": dict(self.findings),
+                "examples": {k: case.__dict__ for k, case in self.examples.items()}}
+
+    def merge(self, part: dict[str, Any]) -> None:
+        """Add a part's tally."""
+        self.documents += part["documents"]
+        self.runs += part["runs"]
+        self.findings.update(part["findings"])
+        for key, case in part["examples"].items():
+            self.examples.setdefault(key, Case(**case))
 
     def record(self, case: Case, found: list[str]) -> None:
         """Count one run and file its findings under a key without the variable parts."""
@@ -83,7 +103,9 @@ def _family(name: str, budget: int, worker: Worker, tally: Tally, rng: int | Non
         except HypothesisException:
             continue
         except Exception as exc:  # a generator bug must not end the campaign unreported
-            tally.findings[f"generator error: {type(exc).__name__}"] += 1
+            key = f"generator error: {type(exc).__name__}: {str(exc)[:120]}"
+            tally.findings[key] += 1
+            tally.examples.setdefault(key, Case(name, [traceback.format_exc(limit=-4)]))
 
 
 def _interrupt(signum: int, frame: Any) -> None:
@@ -95,21 +117,61 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--documents", type=int, default=100_000)
     parser.add_argument("--seed", type=int)
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                        help="campaigns run side by side, each with its share of documents "
+                        "and its own seed (default: one per core)")
+    parser.add_argument("--tally", help=argparse.SUPPRESS)  # a part's result, for the parent
     args = parser.parse_args(argv)
+    start = time.monotonic()
+    signal.signal(signal.SIGTERM, _interrupt)
+    tally = _parts(args) if args.jobs > 1 else _campaign(args.documents, args.seed)
+    if args.tally:
+        Path(args.tally).write_text(json.dumps(tally.as_json(), ensure_ascii=True))
+        return 0
+    _report(tally, time.monotonic() - start)
+    return 1 if tally.findings else 0
+
+
+def _campaign(documents: int, rng: int | None) -> Tally:
+    """Every family in this process, each with its share of `documents`."""
     tally, start = Tally(), time.monotonic()
     worker = Worker()
-    signal.signal(signal.SIGTERM, _interrupt)
     try:
         for name, share in SHARE.items():
-            _family(name, int(args.documents * share) + 1, worker, tally, args.seed)
+            _family(name, int(documents * share) + 1, worker, tally, rng)
             print(f"  {name}: {tally.documents} documents so far, "
                   f"{time.monotonic() - start:.0f} s", flush=True)
     except KeyboardInterrupt:
         print("  interrupted: the count below is what ran", flush=True)
     finally:
         worker.close()
-    _report(tally, time.monotonic() - start)
-    return 1 if tally.findings else 0
+    return tally
+
+
+def _parts(args: argparse.Namespace) -> Tally:
+    """`args.jobs` campaigns in child processes (seeds apart), their tallies merged."""
+    base = args.seed if args.seed is not None else random.randrange(1 << 30)
+    with tempfile.TemporaryDirectory(prefix="tjc-fuzz-parts-") as tmp:
+        files = [Path(tmp, f"part-{i}.json") for i in range(args.jobs)]
+        procs = [subprocess.Popen([sys.executable, "-m", "tests.fuzz.campaign", "--jobs", "1",
+                                   "--documents", str(-(-args.documents // args.jobs)),
+                                   "--seed", str(base + i * 7919), "--tally", str(path)],
+                                  cwd=REPO) for i, path in enumerate(files)]
+        try:
+            for proc in procs:
+                proc.wait()
+        except KeyboardInterrupt:
+            for proc in procs:
+                proc.send_signal(signal.SIGTERM)
+            for proc in procs:
+                proc.wait()
+        tally = Tally()
+        for path in files:
+            if path.exists():
+                tally.merge(json.loads(path.read_text()))
+            else:
+                tally.findings["a campaign part ended without its tally"] += 1
+    return tally
 
 
 def _report(tally: Tally, seconds: float) -> None:

@@ -123,7 +123,7 @@ def dump(doc: Any, style: str) -> str:
                              allow_unicode=True)
         except (yaml.YAMLError, UnicodeError):
             pass  # PyYAML cannot write every string (lone surrogates): JSON can
-    return json.dumps(doc, ensure_ascii=False)
+    return json.dumps(doc, ensure_ascii=False, default=str)  # a YAML date as its text
 
 
 @cache
@@ -134,8 +134,12 @@ def golden_inputs() -> list[dict[str, str]]:
 
 @st.composite
 def mutated_golden(draw: st.DrawFn) -> dict[str, str]:
-    """A golden case's inputs, one or more of them mutated at the data or at the text level."""
-    files = dict(draw(st.sampled_from(golden_inputs())))
+    """One to four golden cases' inputs side by side (a repository holds many), one or more
+    files mutated at the data or at the text level."""
+    files = {f"{i}-{name}" if i else name: text
+             for i, case in enumerate(draw(st.lists(st.sampled_from(golden_inputs()),
+                                                    min_size=1, max_size=4)))
+             for name, text in case.items()}
     for _ in range(draw(st.integers(1, 3))):
         name = draw(st.sampled_from(sorted(files)))
         mutate = draw(st.sampled_from([_mutate_data, _mutate_text]))
