@@ -306,3 +306,39 @@ def test_a_volume_item_the_api_server_refuses(field: str, path: str, verb: str,
     out, err = capsys.readouterr()
     assert code == 1 and f"error: ClusterTrainingRuntime badvol: {full}: " in out + err
     assert "[TJC-RUNTIME-INVALID]" in out + err and "kind: JobSet" not in out
+
+
+def test_local_run_with_unicode_digits_for_ports(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """An env value or a readiness probe port of "²" passed str.isdigit and crashed int()
+    with a traceback while the local run was planned."""
+    runtime = """apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainingRuntime
+metadata: {name: tiny, namespace: team}
+spec:
+  template:
+    spec:
+      replicatedJobs:
+      - name: node
+        template:
+          metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}
+          spec:
+            template:
+              spec:
+                containers:
+                - name: node
+                  image: "busybox:1"
+                  command: [sh, -c, "echo port=$PORT_X"]
+                  env: [{name: PORT_X, value: "²"}, {name: HOST, value: "tiny-node-0-0.tiny"}]
+                  readinessProbe: {tcpSocket: {port: "²"}}
+"""
+    job = ("apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\n"
+           "metadata: {name: tiny, namespace: team}\n"
+           "spec: {runtimeRef: {name: tiny, kind: TrainingRuntime}}\n")
+    (tmp_path / "rt.yaml").write_text(runtime)
+    (tmp_path / "job.yaml").write_text(job)
+    (tmp_path / "run").mkdir()
+    code = main(["run", "--local", "--workdir", str(tmp_path / "run"), "--runtime",
+                 str(tmp_path / "rt.yaml"), str(tmp_path / "job.yaml")])
+    out, err = capsys.readouterr()
+    assert code == 0 and "port=²" in out + err and "Traceback" not in err

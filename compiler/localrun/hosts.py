@@ -89,8 +89,8 @@ def remap_port_vars(env: dict[str, str], table: HostTable) -> dict[str, str]:
     named = {short for value in env.values() if (short := table.host_of(value)) is not None}
     out = dict(env)
     for key, value in env.items():
-        owners = [short for short in named if value.isdigit() and (short, int(value)) in
-                  table.ports]
+        owners = [short for short in named if value.isascii() and value.isdigit()
+                  and (short, int(value)) in table.ports]  # ASCII: "²" is a digit too
         if len(owners) == 1:  # a port of one named pod; with several it is ambiguous
             out[key] = str(table.ports[(owners[0], int(value))])
     return out

@@ -250,7 +250,7 @@ def _finish(ident: PodIdentity, container: Obj, argv: list[str], env: dict[str, 
 def _ready_port(ident: PodIdentity, container: Obj, table: hosts.HostTable) -> int | None:
     """The local port a tcpSocket readiness probe checks (a named port is looked up)."""
     port = ((container.get("readinessProbe") or {}).get("tcpSocket") or {}).get("port")
-    if isinstance(port, str) and not port.isdigit():
+    if isinstance(port, str) and not (port.isascii() and port.isdigit()):  # not "²"
         named = {p.get("name"): p.get("containerPort") for p in container.get("ports") or []}
         port = named.get(port)
     if port is None:
