@@ -16,15 +16,15 @@ def test_second_load_uses_the_cache_and_not_cue(tmp_path: Path,
     files = pack_files([], builtin=True)
     first = Loader()
     cold = first.load_all(files)
-    assert first._context is not None and len(list(tmp_path.glob("*.json"))) == len(files)
+    assert first.compiled == len(files) and len(list(tmp_path.glob("*.json"))) == len(files)
     second = Loader()
     warm = second.load_all(files)
-    assert second._context is None  # nothing was compiled
+    assert second.compiled == 0  # nothing was compiled
     assert [(p.name, p.rules, p.settings) for p in warm] == \
         [(p.name, p.rules, p.settings) for p in cold]
     other = Loader({"resources": {"maxNumNodes": 4}})
     packs = other.load_all(files)
-    assert other._context is not None
+    assert other.compiled == len(files)
     assert next(p for p in packs if p.name == "resources").settings["resources"][
         "maxNumNodes"] == 4
 
@@ -32,6 +32,6 @@ def test_second_load_uses_the_cache_and_not_cue(tmp_path: Path,
 def test_cache_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(cache.CACHE_ENV, "off")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    loader = Loader()
-    loader.load_all(pack_files([], builtin=True))
-    assert loader._context is not None and not list(tmp_path.rglob("*.json"))
+    loader, files = Loader(), pack_files([], builtin=True)
+    loader.load_all(files)
+    assert loader.compiled == len(files) and not list(tmp_path.rglob("*.json"))

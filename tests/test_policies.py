@@ -282,8 +282,8 @@ def test_pruned_inputs_give_the_same_results_as_whole_ones() -> None:
             ids = [r.id for r in pack.rules.values() if "JobSet" in r.applies_to]
             pruned = prune(full, pack.reads)
             assert len(json.dumps(pruned)) < len(json.dumps(full))
-            assert pack.value.eval_batch([{"rules": ids, "input": pruned}]) == \
-                pack.value.eval_batch([{"rules": ids, "input": full}])
+            assert pack.evaluate([{"rules": ids, "input": pruned}]) == \
+                pack.evaluate([{"rules": ids, "input": full}])
 
 
 def test_readme_example_is_the_tested_pack(capsys: pytest.CaptureFixture[str]) -> None:

@@ -23,7 +23,7 @@ from itertools import islice
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from compiler.common.diagnostics import Diagnostic
-from compiler.common.errors import InputError, TjcError
+from compiler.common.errors import InputError, PolicyError, TjcError
 
 if TYPE_CHECKING:
     import multiprocessing.pool
@@ -114,9 +114,7 @@ def _setup(factory: Callable[[Any], Setup], payload: Any) -> None:
 
 
 def _failure(exc: TjcError) -> Failure:
-    from compiler.cli.policy_opts import PolicySetupError
-
-    if isinstance(exc, PolicySetupError):
+    if isinstance(exc, PolicyError):  # a pack or values file, or the evaluator's limits
         return Failure(exc.diagnostics, setup=True)
     return Failure([exc.diagnostic])
 
@@ -145,8 +143,9 @@ def _run(shared: Hashable, indices: list[int]) -> Any:
 
 
 def _can_fork() -> bool:
-    """Whether a forked worker would work: the CUE evaluator's Go runtime does not survive
-    a fork (it is loaded in a process the first time a policy is compiled there), nor
+    """Whether a forked worker would work: the CUE library's Go runtime does not survive
+    a fork (tjc loads it only in the evaluator's own process, `cueproc`, whose pipes a
+    forked worker leaves to the parent, but a library user may have loaded it here), nor
     another thread's locks, a native library's included; and only Linux forks safely with
     the libraries loaded."""
     cuelib = sys.modules.get("compiler.policy.cuelib")

@@ -79,13 +79,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     # Imported here, after `entry` has set the collector's thresholds (start-up).
-    from compiler.cli.policy_opts import PolicySetupError
     from compiler.common.diagnostics import one_line
-    from compiler.common.errors import InputError
+    from compiler.common.errors import InputError, PolicyError
 
     try:
         code: int = args.func(args)
-    except PolicySetupError as exc:
+    except PolicyError as exc:
         for diag in exc.diagnostics:
             print(diag.text(), file=sys.stderr)
         return EXIT_USAGE

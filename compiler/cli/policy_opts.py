@@ -5,7 +5,8 @@ command that would apply a pack fails closed (exit 2, one line saying how to get
 `--policy DIR` adds packs, `--skip` turns rules (or whole packs) off for the run,
 `--policy-values FILE` (YAML, JSON or CUE) sets the packs' settings and the exemptions
 (`compiler.policy.exemptions`). The CUE evaluator is
-loaded only when at least one pack is in use.
+started only when at least one pack needs it (`compiler.policy.cueproc`: its own process,
+bounded in memory and time; going over a bound is a `PolicyLimitError`, exit 2).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from compiler.common.diagnostics import Diagnostic, Location, Severity
-from compiler.common.errors import InputError, TjcError
+from compiler.common.errors import InputError, PolicyError
 from compiler.io.loader import Source, iter_source, read_source
 
 if TYPE_CHECKING:
@@ -24,12 +25,8 @@ if TYPE_CHECKING:
     from compiler.policy.packs import Pack
 
 
-class PolicySetupError(TjcError):
+class PolicySetupError(PolicyError):
     """The policies cannot be used (engine missing, broken pack or settings): exit code 2."""
-
-    def __init__(self, diagnostics: list[Diagnostic]) -> None:
-        super().__init__(diagnostics[0])
-        self.diagnostics = diagnostics
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -57,8 +54,9 @@ def setup_problem(message: str, file: str = "") -> PolicySetupError:
 
 
 def load_values(path: str) -> dict[str, Any]:
-    """Pack settings from a YAML/JSON or CUE file."""
-    from compiler.policy import cuelib
+    """Pack settings from a YAML/JSON or CUE file (`PolicyLimitError` when CUE goes over
+    its limits on it)."""
+    from compiler.policy import cuelib, cueproc
 
     file = Path(path)
     try:  # bounded as an input file is: /dev/zero or a FIFO never fills the memory
@@ -66,8 +64,10 @@ def load_values(path: str) -> dict[str, Any]:
     except InputError as exc:
         raise setup_problem(f"policy values: {exc.diagnostic.message}", path) from None
     try:
-        data = cuelib.Context().compile(text.encode(), path).to_json() \
-            if file.suffix == ".cue" else _yaml_values(text, path)
+        data = cueproc.values(text.encode(), path) if file.suffix == ".cue" \
+            else _yaml_values(text, path)
+    except cuelib.EngineMissing as exc:
+        raise setup_problem(str(exc)) from None
     except cuelib.CueError as err:
         m = err.messages[0] if err.messages else cuelib.CueMessage(str(err))
         diag = Diagnostic(Severity.ERROR, "TJC-POLICY-SETUP", f"policy values: {m.message}",
@@ -98,7 +98,7 @@ def _yaml_values(text: str, path: str) -> Any:
 
 def load_packs(files: Sequence[Path], settings: dict[str, Any] | None = None) -> list[Pack]:
     """The packs; PolicySetupError (never a traceback) when the engine is missing or a pack
-    does not load."""
+    does not load, PolicyLimitError when one goes over the evaluator's limits."""
     from compiler.policy import cuelib
     from compiler.policy.packs import Loader, PolicyLoadError
 
@@ -112,11 +112,12 @@ def load_packs(files: Sequence[Path], settings: dict[str, Any] | None = None) ->
 
 def require_engine(load: bool) -> None:
     """PolicySetupError when the CUE evaluator is missing; `load=False` only checks that it
-    is installed (the built-in packs' compiled plans may decide every input of the run)."""
-    from compiler.policy import cuelib
+    is installed (the built-in packs' compiled plans may decide every input of the run),
+    `load=True` starts it."""
+    from compiler.policy import cuelib, cueproc
 
     try:
-        cuelib.load() if load else cuelib.present()
+        cueproc.start() if load else cuelib.present()
     except cuelib.EngineMissing as exc:
         raise setup_problem(str(exc)) from None
 

@@ -4,10 +4,11 @@
 turn `to_json`. The evaluator is cuelang.org/go built into a shared library (`cuebridge/`,
 libcue's C interface plus one batch call) when the package is built (setup.py puts it in
 `compiler/_native/`; an editable checkout has it in build/cue from `make setup`) and loaded
-with ctypes the first time a `Context` is made, so commands that use no policy never load it.
-Errors come back as `CueError`, with each message's file, line and column. Nothing here knows
-about policies.
-"""
+with ctypes the first time a `Context` is made. tjc itself loads it only in the evaluator's
+own process (`cueworker`, started and bounded by `cueproc`): Go's out-of-memory is fatal and
+CUE's evaluation cannot be interrupted, so the library is never loaded where a run or the
+controller lives. Errors come back as `CueError`, with each message's file, line and column.
+Nothing here knows about policies."""
 
 from __future__ import annotations
 
@@ -195,15 +196,23 @@ class Value:
 
     def to_json(self) -> Any:
         """The value as JSON data; `CueError` if it is not concrete."""
+        return json.loads(self.json_bytes())
+
+    def json_bytes(self) -> bytes:
+        """The value as JSON text; `CueError` if it is not concrete."""
         lib = load()
-        return json.loads(_take_bytes(lambda out, size: lib.cue_dec_json(self.handle, out, size)))
+        return _take_bytes(lambda out, size: lib.cue_dec_json(self.handle, out, size))
 
     def eval_batch(self, items: list[dict[str, Any]], workers: int = 1) -> list[Any]:
         """For each {"rules": [...], "input": {...}}: fill `input`, read each
         `rules.<id>.violations` (or its errors). One call for the whole batch."""
-        lib, raw = load(), json.dumps(items).encode()
-        return list(json.loads(_take_bytes(
-            lambda out, size: lib.tjc_eval_batch(self.handle, raw, len(raw), workers, out, size))))
+        return list(json.loads(self.eval_batch_json(json.dumps(items).encode(), workers)))
+
+    def eval_batch_json(self, items: bytes, workers: int = 1) -> bytes:
+        """`eval_batch` on the batch as JSON text, giving JSON text."""
+        lib = load()
+        return _take_bytes(lambda out, size: lib.tjc_eval_batch(
+            self.handle, items, len(items), workers, out, size))
 
 
 class Context:

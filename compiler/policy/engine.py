@@ -170,7 +170,7 @@ class PolicySet:
             if len(self._memo) > _MEMO_LIMIT:
                 self._memo.clear()
             self.evaluations += 1
-            result = pack.value.eval_batch([{"rules": list(ids), "input": pruned}])[0]
+            result = pack.evaluate([{"rules": list(ids), "input": pruned}])[0]
             found = self._memo[key] = self._violations(pack, rules, result)
         return found
 

@@ -1,21 +1,24 @@
 """Loading policy packs: CUE files checked against the contract, their rules and read sets.
 
-A pack is one `.cue` file (one theme per file). Loading compiles it with the CUE evaluator,
-unifies it with `contract.cue`, reads the rule index (id, severity, message, kinds), fills in
-the settings, and asks which parts of `input` the file can read. Every problem becomes a
-`TJC-POLICY-INVALID` diagnostic at the file's own line and column. The built-in packs live in
-the package's `policies/` folder.
+A pack is one `.cue` file (one theme per file). Loading compiles it with the CUE evaluator
+(in its bounded process, `cueproc`), unifies it with `contract.cue`, reads the rule index (id,
+severity, message, kinds), fills in the settings, and asks which parts of `input` the file can
+read; a pack loaded before is read from the disk cache (`cache`) instead. Every problem becomes
+a `TJC-POLICY-INVALID` diagnostic at the file's own line and column; a pack that goes over the
+evaluator's memory or time limit is a `PolicyLimitError`. The built-in packs live in the
+package's `policies/` folder.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from compiler.common.diagnostics import Diagnostic, Location, Severity
-from compiler.policy import cache, cuelib, native
+from compiler.common.errors import PolicyError
+from compiler.policy import cache, cuelib, cueproc, native
 from compiler.policy.native import PackPlan
 from compiler.policy.prune import Node, trie
 
@@ -38,8 +41,9 @@ class Rule:
 @dataclass
 class Pack:
     """A loaded pack: rules, read trie, resolved settings, the compiled plan of its rules
-    (`native`, when it is a built-in pack unchanged) and its evaluator value (settings filled
-    in), compiled on first use: a run whose plans decide every input never loads CUE."""
+    (`native`, when it is a built-in pack unchanged) and what the evaluator compiles it from
+    (`source`: the file, the contract, the settings given), sent the first time CUE evaluates
+    it: a run whose plans decide every input starts no evaluator."""
 
     name: str
     file: str
@@ -48,23 +52,23 @@ class Pack:
     path: Path
     settings: dict[str, Any]
     plan: PackPlan | None
-    compile: Callable[[], cuelib.Value]
-    _value: cuelib.Value | None = None
+    source: cueproc.PackSource
 
-    @property
-    def value(self) -> cuelib.Value:
-        """The pack's CUE value (compiled now if not yet)."""
-        if self._value is None:
-            self._value = self.compile()
-        return self._value
+    def evaluate(self, items: list[dict[str, Any]]) -> list[Any]:
+        """For each {"rules": [...], "input": {...}}: each rule's violations (or errors), as
+        `cuelib.Value.eval_batch` gives them; `PolicyLoadError` if the pack does not compile,
+        `PolicyLimitError` over the evaluator's limits."""
+        try:
+            return cueproc.evaluate(self.source, items)
+        except cuelib.CueError as err:
+            raise PolicyLoadError(_invalid(err, self.file)) from None
+        except cuelib.EngineMissing as exc:  # installed, but it does not load
+            raise PolicyLoadError([Diagnostic(Severity.ERROR, "TJC-POLICY-SETUP", str(exc),
+                                              subject="policy")]) from None
 
 
-class PolicyLoadError(Exception):
+class PolicyLoadError(PolicyError):
     """A pack or the settings could not be loaded; `diagnostics` say where."""
-
-    def __init__(self, diagnostics: list[Diagnostic]) -> None:
-        self.diagnostics = diagnostics
-        super().__init__("; ".join(d.message for d in diagnostics))
 
 
 def _invalid(err: cuelib.CueError, file: str) -> list[Diagnostic]:
@@ -97,72 +101,47 @@ def pack_files(folders: Sequence[Path], builtin: bool) -> list[Path]:
 
 
 class Loader:
-    """Loads packs into one evaluator context."""
+    """Loads packs with one contract and one set of settings."""
 
     def __init__(self, settings: dict[str, Any] | None = None) -> None:
         self.contract_source = CONTRACT.read_bytes()
         self.settings = settings or {}
-        self._context: cuelib.Context | None = None
-        self._contract: cuelib.Value | None = None
+        self.compiled = 0  # packs CUE compiled (not found in the cache)
 
-    @property
-    def context(self) -> cuelib.Context:
-        """The evaluator context (the CUE library is loaded on first use)."""
-        if self._context is None:
-            self._context = cuelib.Context()
-        return self._context
-
-    @property
-    def contract(self) -> cuelib.Value:
-        """The contract, compiled on first use."""
-        if self._contract is None:
-            self._contract = self.context.compile(self.contract_source, "contract.cue")
-        return self._contract
-
-    def _compile(self, source: bytes, file: str) -> cuelib.Value:
-        try:
-            value = self.context.compile(source, file).unify(self.contract)
-            value.validate()
-            if self.settings:
-                value = value.fill("settings", self.settings)
-                value.validate()
-        except cuelib.CueError as err:
-            raise PolicyLoadError(_invalid(err, file)) from None
-        return value
-
-    def _facts(self, source: bytes, file: str) -> tuple[cuelib.Value | None, dict[str, Any]]:
+    def _facts(self, pack: cueproc.PackSource) -> dict[str, Any]:
         """The pack's index, reads and resolved settings: from the cache when this pack
         (with these settings, this version) was loaded before, else from CUE."""
-        key = cache.key(source, self.contract_source, self.settings,
-                        cache.engine_stamp(cuelib.library_path()))
-        facts = cache.read(key)
+        facts = cache.read(pack.key)
         if facts is not None:
-            return None, facts
-        value = self._compile(source, file)
+            return facts
         try:
-            facts = {"index": value.lookup("tjcIndex").to_json(),
-                     "settings": value.lookup("settings").to_json(),
-                     "reads": cuelib.input_reads(source, file)}
+            facts = cueproc.pack_facts(pack)
         except cuelib.CueError as err:
-            raise PolicyLoadError(_invalid(err, file)) from None
-        cache.write(key, facts)
-        return value, facts
+            raise PolicyLoadError(_invalid(err, pack.file)) from None
+        self.compiled += 1
+        cache.write(pack.key, facts)
+        return facts
 
     def load(self, path: Path) -> Pack:
-        """One pack file; `PolicyLoadError` when it does not compile or breaks the contract."""
+        """One pack file; `PolicyLoadError` when it does not compile or breaks the contract,
+        `PolicyLimitError` when it goes over the evaluator's limits."""
         file, source = display_name(path), path.read_bytes()
-        value, facts = self._facts(source, file)
+        key = cache.key(source, self.contract_source, self.settings,
+                        cache.engine_stamp(cuelib.library_path()))
+        spec = cueproc.PackSource(key, file, source, self.contract_source, self.settings)
+        facts = self._facts(spec)
         rules = {rid: Rule(rid, r["severity"], r["message"], tuple(r["appliesTo"]), path.stem)
                  for rid, r in facts["index"].items()}
         reads = facts["reads"]
         reads_trie = trie(reads.get("paths") or [], reads.get("shapes") or [])
         plan = native.plan_for(path, source, list(rules))
         return Pack(path.stem, file, rules, reads_trie, path.resolve(), facts["settings"],
-                    plan, lambda: self._compile(source, file), value)
+                    plan, spec)
 
     def load_all(self, paths: Sequence[Path]) -> list[Pack]:
         """Every pack, or `PolicyLoadError` with the problems of all of them; a rule id
-        defined twice is a problem too."""
+        defined twice is a problem too. A pack over the evaluator's limits stops the load
+        (`PolicyLimitError`)."""
         packs, problems, seen = [], [], dict[str, str]()
         for path in paths:
             try:
