@@ -63,7 +63,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"tjc krm: error: {exc}", file=sys.stderr)
         return 2
     opts = PassOptions(keep_trainjobs=cfg.keep_trainjobs, validate=cfg.validate,
-                       compile=CompileOptions(), policies=_policies(cfg))
+                       compile=CompileOptions(), policies=_policies(cfg),
+                       fields=cfg.field_validation)
     builtin = builtin_runtimes() if cfg.builtin_runtimes else ()
     outcome = krm.run(items, opts, builtin)
     if opts.policies is not None and opts.policies.policies.errors:

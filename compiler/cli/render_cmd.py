@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from compiler.cli import jobs, outdir, passthrough_cmd, policy_opts
+from compiler.cli import fieldopts, jobs, outdir, passthrough_cmd, policy_opts
 from compiler.common.diagnostics import Diagnostic, Location, Severity, error, has_errors
 from compiler.common.errors import InputError
 from compiler.core.context import CompileOptions, SSHKeySource
@@ -62,6 +62,7 @@ def register(verbs: Any) -> None:
                         "(generate), or the key pair of this PEM P-521 private key file; "
                         "without it no private key is ever printed")
     parser.add_argument("-q", "--quiet", action="store_true", help="do not print notices")
+    fieldopts.add_argument(parser)
     jobs.add_argument(parser)
     passthrough_cmd.add_arguments(parser)
     policy_opts.add_arguments(parser)
@@ -123,7 +124,8 @@ class Pipeline:
         self.reported = len(self.checker.policies.errors) if self.checker else 0
 
     def _validator(self) -> Validator | None:
-        return None if self.args.no_validate else Validator(self.table, policies=self.checker)
+        return None if self.args.no_validate else Validator(
+            self.table, policies=self.checker, fields=self.args.field_validation)
 
     def with_runtimes(self, names: frozenset[str]) -> Pipeline:
         """A worker's pipeline with the runtimes of these input files too."""

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from compiler.cli import jobs, policy_opts
+from compiler.cli import fieldopts, jobs, policy_opts
 from compiler.common.diagnostics import Diagnostic, Severity
 from compiler.core.resolve import RUNTIME_KINDS
 from compiler.io.loader import Document, SourceFiles, parse_source, read_sources
@@ -69,6 +69,7 @@ def register(verbs: Any) -> None:
                         help="do not load the built-in ClusterTrainingRuntimes")
     parser.add_argument("-q", "--quiet", action="store_true",
                         help="do not report notices (exemptions used are still reported)")
+    fieldopts.add_argument(parser)
     jobs.add_argument(parser)
     policy_opts.add_arguments(parser)
     parser.set_defaults(func=run)
@@ -141,7 +142,7 @@ class Pipeline:
     def _validator(self) -> Validator:
         from compiler.validate.documents import Validator
 
-        return Validator(self.table, self.old, self.checker)
+        return Validator(self.table, self.old, self.checker, self.args.field_validation)
 
     def with_runtimes(self, names: frozenset[str]) -> Pipeline:
         """A worker's pipeline with the runtimes of these input files too."""

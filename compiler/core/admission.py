@@ -12,6 +12,7 @@ the controller use the same pieces. Pure: no I/O, never raises for bad input.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from compiler.common.diagnostics import Diagnostic, Severity, error, refused
@@ -20,6 +21,7 @@ from compiler.core import webhook
 from compiler.core.resolve import RUNTIME_KINDS
 from compiler.kube import admitwalk, cel, objectmeta, podvolumes, structural
 from compiler.kube.defaults import default_in_place
+from compiler.kube.structural import UNKNOWN_RULE
 
 
 def key_error(doc: Any, subject: str) -> Diagnostic | None:
@@ -35,11 +37,27 @@ def key_error(doc: Any, subject: str) -> Diagnostic | None:
                  path, subject=subject)
 
 
+FIELD_VALIDATION = ("strict", "warn", "ignore")  # kubectl's --validate, the API's fieldValidation
+
+
+def field_validation(diagnostics: list[Diagnostic], mode: str) -> list[Diagnostic]:
+    """Unknown fields as kubectl's field validation `mode` treats them: `strict` (kubectl's
+    default: the API server refuses the object) an error, `warn` a warning (the API server
+    drops the field), `ignore` nothing."""
+    if mode == "warn" or not any(d.rule == UNKNOWN_RULE for d in diagnostics):
+        return diagnostics
+    if mode == "ignore":
+        return [d for d in diagnostics if d.rule != UNKNOWN_RULE]
+    return [replace(d, severity=Severity.ERROR) if d.rule == UNKNOWN_RULE else d
+            for d in diagnostics]
+
+
 def check_object(kind: str, doc: Mapping[str, Any], old: Mapping[str, Any] | None = None,
-                 ) -> tuple[Obj, list[Diagnostic]]:
+                 fields: str = "strict") -> tuple[Obj, list[Diagnostic]]:
     """Structural pass, defaults, JSON Schema and CEL for one object: the defaulted object
-    and its diagnostics."""
+    and its diagnostics (unknown fields as `field_validation` has them)."""
     data, diagnostics, found = admitwalk.admit(kind, dict(doc))  # one walk of the schema
+    diagnostics = field_validation(diagnostics, fields)
     old_data = None
     if old is not None:
         old_data = default_in_place(kind, structural.sanitize(kind, dict(old),
@@ -78,8 +96,8 @@ def _child(value: Any, part: str | int) -> Any:
     return None
 
 
-def admit_runtime(runtime: Mapping[str, Any], old: Mapping[str, Any] | None = None
-                  ) -> tuple[Obj, list[Diagnostic]]:
+def admit_runtime(runtime: Mapping[str, Any], old: Mapping[str, Any] | None = None,
+                  fields: str = "strict") -> tuple[Obj, list[Diagnostic]]:
     """A runtime's admission: the defaulted, well-typed runtime and its diagnostics (each
     with subject `runtime`)."""
     kind = str(runtime.get("kind")) if isinstance(runtime, Mapping) else ""
@@ -89,7 +107,7 @@ def admit_runtime(runtime: Mapping[str, Any], old: Mapping[str, Any] | None = No
     bad_key = key_error(runtime, "runtime") or key_error(old, "runtime")
     if bad_key is not None:
         return {}, [bad_key]
-    data, found = check_object(kind, runtime, old)
+    data, found = check_object(kind, runtime, old, fields)
     typed = well_typed(data, found)
     found += webhook.validate_runtime(typed, old=dict(old) if old is not None else None)
     found += podvolumes.refusals(kind, typed)
@@ -113,16 +131,17 @@ def runtime_invalid(runtime: Mapping[str, Any]) -> Diagnostic:
 
 
 def admit(trainjob: Mapping[str, Any], runtime: Mapping[str, Any] | None,
-          old: Mapping[str, Any] | None = None) -> list[Diagnostic]:
+          old: Mapping[str, Any] | None = None, fields: str = "strict") -> list[Diagnostic]:
     """Every admission diagnostic of a TrainJob (and of its runtime, when that has errors):
     an error in the result means the cluster would refuse the TrainJob. `runtime` None means
     the referenced runtime does not exist; `old` is the TrainJob's previous version."""
-    admitted = admit_runtime(runtime) if runtime is not None else None
-    return admit_against(trainjob, admitted, old)
+    admitted = admit_runtime(runtime, fields=fields) if runtime is not None else None
+    return admit_against(trainjob, admitted, old, fields)
 
 
 def admit_against(trainjob: Mapping[str, Any], runtime: tuple[Obj, list[Diagnostic]] | None,
-                  old: Mapping[str, Any] | None = None) -> list[Diagnostic]:
+                  old: Mapping[str, Any] | None = None, fields: str = "strict"
+                  ) -> list[Diagnostic]:
     """`admit` with the runtime already admitted (`admit_runtime`'s result), so a runtime
     shared by many TrainJobs is checked once."""
     if not isinstance(trainjob, Mapping) or trainjob.get("kind") != "TrainJob":
@@ -130,7 +149,7 @@ def admit_against(trainjob: Mapping[str, Any], runtime: tuple[Obj, list[Diagnost
     bad_key = key_error(trainjob, "trainjob") or key_error(old, "trainjob")
     if bad_key is not None:
         return [bad_key]
-    data, found = check_object("TrainJob", trainjob, old)
+    data, found = check_object("TrainJob", trainjob, old, fields)
     rt: Obj | None = None
     if runtime is not None:
         rt, problems = runtime

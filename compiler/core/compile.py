@@ -147,8 +147,12 @@ def compile_trainjob(trainjob: Mapping[str, Any],
     if bad_key is not None:
         return CompileResult((), tuple(with_object([bad_key], ref)))
     admitted: list[Diagnostic] = []
-    if validate and not has_errors(prepared.diagnostics):
-        admitted = admission.admit_against(trainjob, prepared.admitted(), old)
+    fields = (options or DEFAULT_OPTIONS).field_validation
+    if validate:  # the runtime's unknown fields were pruned as it was prepared: said there
+        strict = admission.field_validation(list(prepared.diagnostics), fields)
+        if has_errors(strict):
+            return CompileResult((), tuple(with_object(strict, ref)))
+        admitted = admission.admit_against(trainjob, prepared.admitted(), old, fields)
         if has_errors(admitted):
             return CompileResult((), tuple(with_object(admitted, ref)))
     tj, notes = _prepare_trainjob(trainjob)

@@ -44,11 +44,14 @@ class CompileOptions:
     checks the container of any other; and no side object but the SSH Secret a key source
     gives), for `tjc validate`, which compiles only to check the JobSet; it has no effect
     with `trace`. The same diagnostics either way (`tests/test_policy_view.py`).
+    `field_validation` is kubectl's for unknown fields in admission (`strict`, `warn` or
+    `ignore`; `compiler.core.admission.field_validation`).
     """
 
     ssh_keys: SSHKeySource | None = None
     trace: bool = False
     policy_view: bool = False
+    field_validation: str = "strict"
 
     def view(self) -> bool:
         """Whether the compile leaves out the `VIEW_SKIPS` writes."""

@@ -17,6 +17,7 @@ from typing import Any
 
 from compiler.common.diagnostics import Diagnostic, Severity
 from compiler.common.jsondata import Obj
+from compiler.core.admission import FIELD_VALIDATION
 from compiler.gitops.passthrough import PassOptions, transform
 from compiler.io import emit
 from compiler.io.inputs import TRAINER_API
@@ -47,6 +48,7 @@ class FunctionConfig:
     policies: list[str] = field(default_factory=list)
     skip: list[str] = field(default_factory=list)
     policy_values: Obj = field(default_factory=dict)
+    field_validation: str = "strict"
 
 
 def parse_config(config: Any) -> FunctionConfig:
@@ -77,9 +79,14 @@ def _set_option(out: FunctionConfig, key: str, value: Any) -> None:
         setattr(out, key, _strings(key, value))
     elif key == "policyValues":
         out.policy_values = _mapping(key, value)
+    elif key == "fieldValidation":
+        if value not in FIELD_VALIDATION:
+            raise ConfigError(f"functionConfig: fieldValidation must be one of "
+                              f"{', '.join(FIELD_VALIDATION)}, got {value!r}")
+        out.field_validation = value
     else:
-        raise ConfigError(f"functionConfig: unknown option {key!r} (known: "
-                          f"{', '.join([*_BOOLS, 'policies', 'skip', 'policyValues'])})")
+        known = [*_BOOLS, "policies", "skip", "policyValues", "fieldValidation"]
+        raise ConfigError(f"functionConfig: unknown option {key!r} (known: {', '.join(known)})")
 
 
 def _bool(key: str, value: Any) -> bool:

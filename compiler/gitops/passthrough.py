@@ -45,6 +45,7 @@ class PassOptions:
     validate: bool = True
     compile: CompileOptions | None = None
     policies: PolicyChecker | None = None
+    fields: str = "strict"  # kubectl's field validation of unknown fields
 
 
 def transform(sources: Sequence[Source], builtin: Sequence[Document] = (),
@@ -55,7 +56,8 @@ def transform(sources: Sequence[Source], builtin: Sequence[Document] = (),
     table, notes = runtime_table(sources, builtin)
     if notes:
         yield Item(None, notes)
-    validator = Validator(table, policies=opts.policies) if opts.validate else None
+    validator = Validator(table, policies=opts.policies, fields=opts.fields) \
+        if opts.validate else None
     names = Names()
     for source in sources:
         tool_file = toolfiles.skipped(source)

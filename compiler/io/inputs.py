@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from compiler.common.diagnostics import Diagnostic, Severity, error
+from compiler.common.jsondata import Obj
 from compiler.core.compile import PreparedRuntime, prepare_runtime
 from compiler.core.resolve import RUNTIME_KINDS, RuntimeKey, runtime_key
 from compiler.io import toolfiles
@@ -40,7 +41,7 @@ class RuntimeEntry:
 def kind_of(doc: Document) -> str | Diagnostic:
     """`TrainJob`, a runtime kind, or why the document is skipped or wrong."""
     api, kind = doc.data.get("apiVersion"), doc.data.get("kind")
-    if api is None and kind is None:
+    if api is None and kind is None and not _object_shaped(doc.data):
         return Diagnostic(Severity.NOTICE, "TJC-INPUT-NOT-KUBERNETES",
                           "skipped: not a Kubernetes object (no apiVersion and kind; e.g. a "
                           "kustomization or workflow file)").at(doc.locate())
@@ -55,6 +56,12 @@ def kind_of(doc: Document) -> str | Diagnostic:
                      ("kind",)).at(doc.locate(("kind",)))
     return Diagnostic(Severity.NOTICE, "TJC-INPUT-SKIPPED",
                       f"skipped {kind} ({api}): not a Kubeflow Trainer kind").at(doc.locate())
+
+
+def _object_shaped(data: Obj) -> bool:
+    """Whether a document without apiVersion and kind is still meant as an object: it has
+    `metadata` or `spec` (kubectl refuses it: apiVersion and kind not set)."""
+    return "metadata" in data or "spec" in data
 
 
 # A block-style `kind:` line indented under a key (a TrainJob's runtimeRef), and an indented

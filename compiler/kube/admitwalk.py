@@ -64,6 +64,7 @@ class _Admit(Walk):
 
     def mapping(self, value: dict[str, Any], node: Node, path: Path) -> Any:
         if self.is_metadata(node, path):
+            self.metadata_fields(value, path)
             return self.whole(copy_without_nulls(value), node, path)
         out = super().mapping(value, node, path)
         props = node.props

@@ -15,6 +15,8 @@ walk with defaulting and the full schema check in the same pass. Pure.
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from typing import Any
 
 from compiler.common.diagnostics import Diagnostic, Path, Severity, error
@@ -37,8 +39,25 @@ _NAMES = {dict: "object", list: "array", str: "string", int: "integer", float: "
 _ARTICLES = {"ios": "an integer or string", "object": "an object", "array": "an array",
              "integer": "an integer", "string": "a string", "boolean": "a boolean",
              "number": "a number"}
-UNKNOWN_FIELD = ("unknown field; the API server drops it (or rejects the object under strict "
-                 "field validation), so it has no effect")
+UNKNOWN_FIELD = ("; kubectl apply refuses it (strict field validation); with "
+                 "--field-validation=warn or ignore it is dropped and has no effect")
+UNKNOWN_RULE = "TJC-UNKNOWN-FIELD"
+# ObjectMeta's fields (k8s.io/apimachinery meta/v1): the CRDs leave metadata undetailed
+OBJECT_META = frozenset({
+    "name", "generateName", "namespace", "selfLink", "uid", "resourceVersion", "generation",
+    "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels",
+    "annotations", "ownerReferences", "finalizers", "managedFields"})
+
+
+def unknown_field(name: str, known: Iterable[str], path: Path, subject: str) -> Diagnostic:
+    """The warning for a field the schema does not declare, with the declared field it most
+    likely means (`numNode`: `numNodes`); admission makes it an error under strict field
+    validation (`field_validation`)."""
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.75) \
+        if isinstance(name, str) else []
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return Diagnostic(Severity.WARNING, UNKNOWN_RULE, "unknown field" + hint + UNKNOWN_FIELD,
+                      path, subject=subject)
 
 
 class Walk:
@@ -112,8 +131,17 @@ class Walk:
         return [self.value(item, items, (*path, i)) for i, item in enumerate(value)
                 if item is not None]
 
+    def metadata_fields(self, value: dict[str, Any], path: Path) -> None:
+        """The root's ObjectMeta is kept whole; a field ObjectMeta does not have is unknown."""
+        if path == ("metadata",):
+            for name in value:
+                if name not in OBJECT_META:
+                    self.out.append(unknown_field(name, OBJECT_META, (*path, name),
+                                                  self.subject))
+
     def mapping(self, value: dict[str, Any], node: Node, path: Path) -> Any:
         if self.is_metadata(node, path):
+            self.metadata_fields(value, path)
             return copy_without_nulls(value)
         out: dict[str, Any] = {}
         props = node.props
@@ -122,8 +150,7 @@ class Walk:
                 continue
             sub = props.get(name) or node.child(name)
             if sub is None:
-                self.out.append(Diagnostic(Severity.WARNING, "TJC-UNKNOWN-FIELD", UNKNOWN_FIELD,
-                                           (*path, name), subject=self.subject))
+                self.out.append(unknown_field(name, node.declared, (*path, name), self.subject))
                 continue
             kind = type(item)
             if kind in sub.quiet:  # nothing to say about it, here or in admission

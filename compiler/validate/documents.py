@@ -54,9 +54,10 @@ class Checked:
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
 
-def check_document(doc: Document, old: Obj | None = None) -> Checked:
-    """Structural pass, defaults, JSON Schema and CEL for one document."""
-    data, diagnostics = admission.check_object(str(doc.data.get("kind")), doc.data, old)
+def check_document(doc: Document, old: Obj | None = None, fields: str = "strict") -> Checked:
+    """Structural pass, defaults, JSON Schema and CEL for one document (unknown fields as
+    kubectl's field validation `fields` has them)."""
+    data, diagnostics = admission.check_object(str(doc.data.get("kind")), doc.data, old, fields)
     diagnostics = diagnostics + podresources.validate(data)
     return Checked(doc, data, diagnostics)
 
@@ -91,10 +92,11 @@ class Validator:
 
     def __init__(self, table: dict[RuntimeKey, RuntimeEntry],
                  previous: dict[ObjectKey, Obj] | None = None,
-                 policies: PolicyChecker | None = None) -> None:
+                 policies: PolicyChecker | None = None, fields: str = "strict") -> None:
         self.table = table
         self.previous = previous or {}
         self.policies = policies
+        self.fields = fields  # kubectl's field validation of unknown fields
         self.runtimes: dict[tuple[str, int, tuple[str | int, ...]], Checked] = {}
         self.met: list[Met] = []  # the TrainJobs validated, for `Names` (taken by the caller)
 
@@ -104,7 +106,7 @@ class Validator:
         checked = self.runtimes.get(where)
         if checked is None:
             old = self.previous.get(object_key(doc.data))
-            checked = check_document(doc, old)
+            checked = check_document(doc, old, self.fields)
             typed = _well_typed(checked)
             checked.diagnostics += webhook.validate_runtime(typed, old=old)
             checked.diagnostics += podvolumes.refusals(doc.kind, typed)
@@ -122,7 +124,7 @@ class Validator:
         """Every diagnostic of one TrainJob, and the TrainJob after the structural pass and
         defaulting (what the compile starts from)."""
         old = self.previous.get(object_key(doc.data))
-        checked = check_document(doc, old)
+        checked = check_document(doc, old, self.fields)
         key = wanted_key(checked.data)
         if isinstance(key, Diagnostic):
             found = _locate([*checked.diagnostics, key], checked, None, object_ref(doc.data))
