@@ -87,7 +87,7 @@ def _namespace(text: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Start the controller."""
-    from compiler.controller.kube import KubeconfigError
+    from compiler.controller.kubeconfig import KubeconfigError
     from compiler.controller.manager import Options, StartupError
     from compiler.controller.manager import run as run_controller
 
