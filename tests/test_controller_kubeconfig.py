@@ -77,6 +77,9 @@ CASES: dict[str, tuple[str, str, dict[str, str]]] = {
     "token-file-crlf": ("", "    tokenFile: token\n", {"token": "s3cr3t\r\n"}),
     "token-file-line-break-inside": ("", "    tokenFile: token\n",
                                      {"token": "s3cr3t\nt0k3n\n"}),
+    "token-file-line-break-and-inline": ("", T + "    tokenFile: token\n",
+                                         {"token": "s3cr3t\nt0k3n\n"}),
+    "token-file-empty-and-inline": ("", T + "    tokenFile: token\n", {"token": "\n"}),
     "token-file-empty": ("", "    tokenFile: token\n", {"token": ""}),
     "token-file-blank": ("", "    tokenFile: token\n", {"token": " \n"}),
     "token-file-missing": ("", "    tokenFile: nowhere\n", {}),
@@ -101,6 +104,16 @@ CASES: dict[str, tuple[str, str, dict[str, str]]] = {
     "top-level-list": ("", "", {}),
     "empty-file": ("", "", {}),
     "missing-file": ("", "", {}),
+}
+
+
+# Where tjc is deliberately stricter than client-go (README): client-go takes the last of two
+# equal keys (a kubeconfig saying both false and true), and sends a token with non-ASCII
+# characters; tjc refuses both. The test checks that client-go does accept them.
+STRICTER: dict[str, tuple[str, str, dict[str, str]]] = {
+    "duplicate-key": ("    insecure-skip-tls-verify: false\n"
+                      "    insecure-skip-tls-verify: true\n", T, {}),
+    "token-file-non-ascii": ("", "    tokenFile: token\n", {"token": "s3cr3t\u00e9\n"}),
 }
 
 
@@ -182,6 +195,19 @@ def test_kubeconfig_verdicts_match_client_go(oracle: Oracle, pki: dict[str, str]
     else:  # one line naming the file, never a token
         assert "\n" not in mine["error"] and str(path) in mine["error"], mine
         assert "s3cr3t" not in mine["error"] and "t0k3n" not in mine["error"], mine
+
+
+@pytest.mark.parametrize("name", list(STRICTER))
+def test_where_tjc_is_stricter_than_client_go(oracle: Oracle, pki: dict[str, str],
+                                              tmp_path: Path, name: str) -> None:
+    cluster, user, files = STRICTER[name]
+    path = tmp_path / "kubeconfig"
+    path.write_text(_text(name, cluster.format(**pki), user.format(**pki)) or "")
+    for file, content in files.items():
+        (tmp_path / file).write_text(content)
+    assert oracle.ask({"op": "kubeconfig", "path": str(path)})["verdict"] == "ok"
+    mine = _ours(path)
+    assert mine["verdict"] == "error" and "s3cr3t" not in mine["error"], mine
 
 
 def test_the_table_covers_both_verdicts_and_both_insecure_flags(

@@ -26,12 +26,12 @@ import binascii
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
 from compiler.common.diagnostics import Diagnostic, one_line
 from compiler.common.errors import InputError
-from compiler.io.loader import Document, iter_source, read_source
+from compiler.io.loader import iter_source, read_source
 
 TOKEN_MAX_BYTES = 1 << 20
 
@@ -101,34 +101,17 @@ class Selected:
     token_file: str | None = None
     others: tuple[str, ...] = ()  # fields only the kubernetes client handles
 
-    @property
-    def has_token(self) -> bool:
-        """Whether requests carry a bearer token."""
-        return bool(self.token or self.token_file)
-
 
 def decode(path: Path) -> dict[str, Any]:
     """The kubeconfig's YAML, checked against the typed v1 Config (null is an absent field;
     unknown fields are kept but never read); `KubeconfigError` naming the file and field."""
-    try:
-        source = read_source(str(path))
-    except InputError as exc:
-        message = exc.diagnostic.message
-        raise KubeconfigError(one_line(f"cannot use kubeconfig: {message}")) from None
-    data: Any = None
-    for item in iter_source(source):
-        if isinstance(item, Diagnostic):
-            raise KubeconfigError(one_line(f"kubeconfig {path}: {_located(item)}"))
-        if isinstance(item, Document):
-            data = item.data if not item.base else []  # a List's item: not a Config
-        break
-    data = {} if data is None else data
+    data = _document(path)
     _check(data, CONFIG, "", lambda where, what: _fail(path, where, what))
     if data.get("apiVersion") not in (None, "", "v1") or \
             data.get("kind") not in (None, "", "Config"):
         _fail(path, "apiVersion", f"expected apiVersion v1 and kind Config, found "
               f"{data.get('apiVersion') or '(none)'} {data.get('kind') or '(none)'}")
-    for kind in ("clusters", "users", "contexts"):
+    for kind in ("clusters", "users", "contexts"):  # lists that clientcmd makes maps of
         seen: set[str] = set()
         for i, entry in enumerate(data.get(kind) or []):
             name = str((entry or {}).get("name") or "")
@@ -138,12 +121,23 @@ def decode(path: Path) -> dict[str, Any]:
     return dict(data)
 
 
-def _located(diagnostic: Diagnostic) -> str:
-    where = f"line {diagnostic.locations[0].line}: " if diagnostic.locations else ""
-    return where + diagnostic.message
+def _document(path: Path) -> Any:
+    """The file's first YAML document as sigs.k8s.io/yaml reads it ({} when empty), bounded
+    as every input file is."""
+    try:
+        source = read_source(str(path))
+    except InputError as exc:
+        message = exc.diagnostic.message
+        raise KubeconfigError(one_line(f"cannot use kubeconfig: {message}")) from None
+    for item in iter_source(source):
+        if isinstance(item, Diagnostic):
+            where = f"line {item.locations[0].line}: " if item.locations else ""
+            raise KubeconfigError(one_line(f"kubeconfig {path}: {where}{item.message}"))
+        return item.data if not item.base else []  # a List's item: not a Config
+    return {}
 
 
-def _fail(path: Path, where: str, what: str) -> None:
+def _fail(path: Path, where: str, what: str) -> NoReturn:
     field = f"{where}: " if where else ""
     raise KubeconfigError(one_line(f"kubeconfig {path}: {field}{what}"))
 
@@ -210,7 +204,7 @@ class _Checked:
         self.path, self.base = path, base
         self.cluster_at, self.user_at = cluster_at, user_at
 
-    def fail(self, where: str, what: str) -> None:
+    def fail(self, where: str, what: str) -> NoReturn:
         _fail(self.path, where, what)
 
     def file(self, entry: Mapping[str, Any], key: str) -> str | None:
@@ -309,8 +303,10 @@ class _Checked:
                 if read_token(token_file):
                     return  # the file's token goes with every request
                 problem = f"{token_file} holds no token (only white space, or nothing)"
-            except TokenError as exc:
+            except TokenUnreadable as exc:
                 problem = str(exc)
+            except TokenError as exc:  # read, but no header can carry it: sent, and refused
+                self.fail(f"{self.user_at}.tokenFile", str(exc))
             if token is None:  # else client-go falls back to the inline token
                 self.fail(f"{self.user_at}.tokenFile", problem)
         if token is not None and not valid_header_value(token):
