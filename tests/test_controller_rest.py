@@ -196,23 +196,30 @@ def test_a_token_never_goes_to_a_server_the_ca_does_not_vouch_for(
     assert Handler.seen == []
 
 
-def test_a_token_file_with_a_line_break_stops_the_start_without_showing_it(
-        server: tuple[str, Path, Obj], tmp_path: Path) -> None:
-    """It was a traceback that printed the token (http.client refusing the header)."""
+@pytest.mark.parametrize("case", ["token-line-break", "quoted-bool"])
+def test_an_unusable_kubeconfig_stops_the_start_in_one_line(
+        server: tuple[str, Path, Obj], tmp_path: Path, case: str) -> None:
+    """The token with a line break was a traceback that printed the token (http.client
+    refusing the header); the quoted bool ran with TLS verification off."""
     url, folder, _ = server
     (tmp_path / "token").write_text("s3cret-first\nsecond-half\n")
-    config = _kubeconfig(tmp_path / "kubeconfig", url,
-                         {"certificate-authority": str(folder / "ca.crt")}, {"tokenFile": "token"})
+    cluster: Obj = {"certificate-authority": str(folder / "ca.crt")}
+    user: Obj = {"tokenFile": "token"}
+    if case == "quoted-bool":
+        cluster, user = {"insecure-skip-tls-verify": "false"}, {"token": "s3cret-first"}
+    config = _kubeconfig(tmp_path / "kubeconfig", url, cluster, user)
     Handler.seen.clear()
     done = subprocess.run(
         [sys.executable, "-m", "compiler", "controller", "--kubeconfig", str(config),
          "--no-default-policies", "--metrics-port", "0"], capture_output=True, text=True,
-        timeout=120, check=False, cwd=Path(__file__).resolve().parent.parent)
+        timeout=60, check=False, cwd=Path(__file__).resolve().parent.parent)
     assert (done.returncode, done.stdout) == (2, "")
-    assert done.stderr == (
-        f"tjc controller: error: kubeconfig {config}: users[0].user.tokenFile: the token in "
-        f"{tmp_path / 'token'} holds a line break or another control character (or a "
-        "non-ASCII one): it cannot be a bearer token\n")
+    told = {"token-line-break": f"users[0].user.tokenFile: the token in {tmp_path / 'token'} "
+            "holds a line break or another control character (or a non-ASCII one): it "
+            "cannot be a bearer token",
+            "quoted-bool": "clusters[0].cluster.insecure-skip-tls-verify: expected a "
+            "boolean, found a string"}[case]
+    assert done.stderr == f"tjc controller: error: kubeconfig {config}: {told}\n"
     assert Handler.seen == []
 
 
