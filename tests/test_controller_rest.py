@@ -1,6 +1,7 @@
 """The controller's own REST client (`compiler.controller.rest`): a kubeconfig's CA, client
-certificate and token against a local HTTPS server that checks them, error statuses as
-`ApiError`, watches streamed, and kubeconfigs it does not handle left to the kubernetes client."""
+certificate and token against a local HTTPS server that checks them, error statuses (and
+redirects, never followed) as `ApiError`, watches streamed, a token never sent where it must
+not go nor shown, and kubeconfigs it does not handle left to the kubernetes client."""
 
 from __future__ import annotations
 
@@ -19,8 +20,9 @@ import pytest
 import yaml
 
 from compiler.common.jsondata import Obj
-from compiler.controller import rest
+from compiler.controller import kubeconfig, rest
 from compiler.controller.kube import CONFIGMAP, TRAINJOB, ApiError, Kube, client_from_kubeconfig
+from compiler.controller.kubeconfig import KubeconfigError
 from tests.e2e.cluster import LOOPBACK, _CertificateAuthority, _pem_cert, _pem_key
 
 
@@ -45,6 +47,11 @@ class Handler(BaseHTTPRequestHandler):
             self._send(200, "".join(json.dumps(e) + "\n" for e in events).encode())
         elif self.path.endswith("/missing"):
             self._send(404, json.dumps({"reason": "NotFound", "message": "no"}).encode())
+        elif self.path.endswith("/moved"):  # elsewhere: a client following it takes its token
+            self.send_response(302)
+            self.send_header("Location", self.path.replace("/moved", "/stolen"))
+            self.send_header("Content-Length", "0")
+            self.end_headers()
         elif self.command == "POST":
             self._send(409, json.dumps({"reason": "AlreadyExists",
                                         "message": "configmaps \"x\" already exists"}).encode())
@@ -151,16 +158,96 @@ def test_a_server_the_ca_does_not_vouch_for_is_unavailable(
     assert failed.value.status == 0 and "CERTIFICATE_VERIFY_FAILED" in failed.value.message
 
 
+def test_a_redirect_is_an_error_and_is_not_followed(server: tuple[str, Path, Obj],
+                                                    tmp_path: Path) -> None:
+    """A 3xx answer was taken as success (an AttributeError on its empty body)."""
+    url, folder, _ = server
+    config = _kubeconfig(tmp_path / "kubeconfig", url,
+                         {"certificate-authority": str(folder / "ca.crt")}, {"token": "s3cret"})
+    Handler.seen.clear()
+    with pytest.raises(ApiError) as answered:
+        Kube(client_from_kubeconfig(str(config))).get(TRAINJOB, "ns", "moved")
+    assert answered.value.status == 302
+    assert [path for _, path, *_ in Handler.seen] == [
+        "/apis/trainer.kubeflow.org/v1alpha1/namespaces/ns/trainjobs/moved"]  # not /stolen
+
+
+@pytest.mark.parametrize("insecure", [False, "false"])
+def test_a_token_never_goes_to_a_server_the_ca_does_not_vouch_for(
+        server: tuple[str, Path, Obj], tmp_path: Path, insecure: bool | str) -> None:
+    """`insecure-skip-tls-verify: "false"` (a string) turned verification off, and the token
+    went to a server whose certificate another CA signed; client-go refuses the string."""
+    url, _, _ = server
+    other = _CertificateAuthority.create("other-ca")
+    (tmp_path / "other.crt").write_bytes(_pem_cert(other.cert))
+    config = _kubeconfig(tmp_path / "kubeconfig", url, {
+        "certificate-authority": str(tmp_path / "other.crt"),
+        "insecure-skip-tls-verify": insecure}, {"token": "s3cret"})
+    Handler.seen.clear()
+    if insecure == "false":
+        with pytest.raises(KubeconfigError) as refused:
+            client_from_kubeconfig(str(config))
+        assert str(refused.value) == f"kubeconfig {config}: clusters[0].cluster." \
+            "insecure-skip-tls-verify: expected a boolean, found a string"
+    else:
+        with pytest.raises(ApiError) as failed:
+            Kube(client_from_kubeconfig(str(config))).get(TRAINJOB, "ns", "j")
+        assert failed.value.status == 0 and "CERTIFICATE_VERIFY_FAILED" in failed.value.message
+    assert Handler.seen == []
+
+
+@pytest.mark.parametrize("case", ["token-line-break", "quoted-bool"])
+def test_an_unusable_kubeconfig_stops_the_start_in_one_line(
+        server: tuple[str, Path, Obj], tmp_path: Path, case: str) -> None:
+    """The token with a line break was a traceback that printed the token (http.client
+    refusing the header); the quoted bool ran with TLS verification off."""
+    url, folder, _ = server
+    (tmp_path / "token").write_text("s3cret-first\nsecond-half\n")
+    cluster: Obj = {"certificate-authority": str(folder / "ca.crt")}
+    user: Obj = {"tokenFile": "token"}
+    if case == "quoted-bool":
+        cluster, user = {"insecure-skip-tls-verify": "false"}, {"token": "s3cret-first"}
+    config = _kubeconfig(tmp_path / "kubeconfig", url, cluster, user)
+    Handler.seen.clear()
+    done = subprocess.run(
+        [sys.executable, "-m", "compiler", "controller", "--kubeconfig", str(config),
+         "--no-default-policies", "--metrics-port", "0"], capture_output=True, text=True,
+        timeout=60, check=False, cwd=Path(__file__).resolve().parent.parent)
+    assert (done.returncode, done.stdout) == (2, "")
+    told = {"token-line-break": f"users[0].user.tokenFile: the token in {tmp_path / 'token'} "
+            "holds a line break or another control character (or a non-ASCII one): it "
+            "cannot be a bearer token",
+            "quoted-bool": "clusters[0].cluster.insecure-skip-tls-verify: expected a "
+            "boolean, found a string"}[case]
+    assert done.stderr == f"tjc controller: error: kubeconfig {config}: {told}\n"
+    assert Handler.seen == []
+
+
+def test_a_token_file_rotated_to_a_line_break_is_an_api_error_without_the_token(
+        server: tuple[str, Path, Obj], tmp_path: Path) -> None:
+    url, folder, _ = server
+    token = tmp_path / "token"
+    token.write_text("s3cret\n")
+    config = _kubeconfig(tmp_path / "kubeconfig", url,
+                         {"certificate-authority": str(folder / "ca.crt")}, {"tokenFile": "token"})
+    client = client_from_kubeconfig(str(config))
+    token.write_text("s3cret-first\nsecond-half\n")
+    client.credentials._read = (0.0, "")  # the minute is up: read again
+    Handler.seen.clear()
+    with pytest.raises(ApiError) as failed:
+        Kube(client).get(TRAINJOB, "ns", "j")
+    assert failed.value.reason == "InvalidToken" and "s3cret" not in str(failed.value)
+    assert Handler.seen == []
+
+
 def test_other_credentials_are_left_to_the_kubernetes_client(tmp_path: Path) -> None:
     config = _kubeconfig(tmp_path / "kubeconfig", "https://127.0.0.1:1", {}, {
-        "exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": "true"}})
-    with pytest.raises(rest.Unsupported):
-        rest.from_kubeconfig(config)
+        "exec": {"apiVersion": "client.authentication.k8s.io/v1beta1", "command": "true"}})
+    assert kubeconfig.load(config).others == ("exec",)
     assert not isinstance(client_from_kubeconfig(str(config)), rest.RestClient)
     proxied = _kubeconfig(tmp_path / "proxied", "https://127.0.0.1:1",
                           {"proxy-url": "http://127.0.0.1:3128"}, {"token": "t"})
-    with pytest.raises(rest.Unsupported):
-        rest.from_kubeconfig(proxied)
+    assert kubeconfig.load(proxied).others == ("proxy-url",)
 
 
 def test_watch_events_split_across_chunks_are_joined() -> None:

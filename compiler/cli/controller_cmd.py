@@ -6,9 +6,13 @@ import argparse
 import logging
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compiler.cli import policy_opts
+
+if TYPE_CHECKING:
+    from compiler.controller.livepolicy import LivePolicies
+    from compiler.policy.engine import PolicySet
 
 HELP = "run the TrainJob controller: compile every TrainJob and apply its JobSet"
 EPILOG = """\
@@ -20,7 +24,11 @@ examples:
 
 Before it builds, every TrainJob goes through admission (schema, CEL and webhook rules) and the
 policy packs (the built-in ones unless --no-default-policies, plus --policy folders, with the
-exemptions of --policy-values); one that fails gets the Failed condition and no JobSet.
+exemptions of --policy-values); one that fails gets the Failed condition and no JobSet. The
+--policy-values file and the --policy folders are read again when they change (a mounted
+ConfigMap updated in place); a version that does not load keeps the last good settings (an
+error log line, and a Warning event on the controller's Pod). Exemptions expire on the day of
+each decision, not of the start.
 
 Serves Prometheus metrics on /metrics and probes on /healthz and /readyz (--metrics-port).
 exit codes: 0 stopped by a signal, 1 lost the leader lease, 2 usage error (also: no usable
@@ -79,19 +87,33 @@ def _namespace(text: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Start the controller."""
-    from compiler.controller.kube import KubeconfigError
+    from compiler.controller.kubeconfig import KubeconfigError
     from compiler.controller.manager import Options, StartupError
     from compiler.controller.manager import run as run_controller
 
-    checker = policy_opts.build(args)
+    policies = _live_policies(args)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(message)s")
     options = Options(kubeconfig=args.kubeconfig, namespace=args.namespace,
                       workers=args.workers, metrics_port=args.metrics_port,
-                      leader_elect=args.leader_elect,
-                      policies=checker.policies if checker else None)
+                      leader_elect=args.leader_elect, policies=policies)
     try:
         return run_controller(options)
     except (KubeconfigError, StartupError) as exc:
         print(f"tjc controller: error: {exc}", file=sys.stderr)
         return 2
+
+
+def _live_policies(args: argparse.Namespace) -> LivePolicies | None:
+    """The policy set the options ask for (a setup error here stops the start, exit 2),
+    built again the same way whenever the settings files change; None without packs."""
+    from compiler.controller.livepolicy import LivePolicies
+
+    def load() -> PolicySet | None:
+        checker = policy_opts.build(args)
+        return checker.policies if checker is not None else None
+
+    first = load()
+    if first is None:
+        return None
+    return LivePolicies(first, load, policy_opts.watched(args))

@@ -141,6 +141,13 @@ def policy_paths(values: Sequence[str]) -> list[Path]:
     return folders
 
 
+def watched(args: argparse.Namespace) -> list[Path]:
+    """The files the options' policy settings come from (the --policy-values file, the
+    --policy folders): what a long-running command watches for a new version."""
+    return [Path(p).absolute() for p in
+            ([args.policy_values] if args.policy_values else []) + list(args.policy)]
+
+
 def build(args: argparse.Namespace, settings: dict[str, Any] | None = None
           ) -> PolicyChecker | None:
     """The policy checker the options ask for, or None when no pack is in use; `settings`

@@ -6,7 +6,10 @@ result (`kube`), keeping upstream's status rules (`status`) and runtime snapshot
 (`snapshot`, verified against a digest in the status). It writes only over objects the
 TrainJob controls (`ownership`, `objects`), uses only the SSH Secret it made (`sshsecret`)
 and refuses what no cluster could run (`limits`). `memo` remembers the snapshot and compile a
-reconcile verified, so a JobSet status change compiles nothing; `rest` is the HTTPS client.
-`leader` elects one active replica through a Lease, `metrics` serves Prometheus
-metrics and health probes, `manager` wires it all. The core never imports this package.
+reconcile verified, so a JobSet status change compiles nothing; `rest` is the HTTPS client,
+`kubeconfig` reads and checks its kubeconfig as client-go does.
+`livepolicy` keeps the policy set current as its settings files change (the last good one
+when a change does not load). `leader` elects one active replica through a Lease, `metrics`
+serves Prometheus metrics and health probes, `manager` wires it all. The core never imports
+this package.
 """

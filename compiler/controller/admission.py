@@ -3,13 +3,15 @@
 The compile has already admitted the TrainJob (schema, CEL and webhook rules, as the API
 server would: the controller cannot rely on a webhook being installed). Then the policy packs
 the controller was started with (`tjc controller --policy`, `--no-default-policies`,
-`--policy-values`) run on the TrainJob, its runtime and the compiled JobSet; a deny (after the
-exemptions of the policy settings) is a refusal too. Called by `reconcile`; pure apart from the
-evaluator the policy set holds.
+`--policy-values`, as `livepolicy` holds them at the time) run on the TrainJob, its runtime
+and the compiled JobSet; a deny (after the exemptions of the policy settings, whose expiry is
+judged on the `today` of this decision) is a refusal too. Called by `reconcile`; pure apart
+from the evaluator the policy set holds.
 """
 
 from __future__ import annotations
 
+import datetime
 from typing import TYPE_CHECKING
 
 from compiler.common.diagnostics import Diagnostic, Severity
@@ -21,29 +23,30 @@ if TYPE_CHECKING:
     from compiler.policy.engine import PolicySet
 
 
-
-def runtime_findings(runtime: Obj, policies: PolicySet) -> list[Diagnostic]:
+def runtime_findings(runtime: Obj, policies: PolicySet,
+                     today: datetime.date) -> list[Diagnostic]:
     """What the policy packs say of the runtime (admitted and defaulted, as they see it
-    elsewhere): the same for every TrainJob of one runtime version, so `reconcile` keeps it
-    per snapshot digest."""
+    elsewhere): the same for every TrainJob of one runtime version, settings and day, so
+    `reconcile` keeps it per snapshot digest, settings and day."""
     rt = admit_runtime(runtime)[0]
-    return [v.diagnostic() for v in policies.check(str(rt.get("kind", "")), rt)]
+    return [v.diagnostic() for v in policies.check(str(rt.get("kind", "")), rt, today=today)]
 
 
 def refusals(result: CompileResult, trainjob: Obj, runtime: Obj | list[Diagnostic],
-             policies: PolicySet | None) -> list[Diagnostic]:
+             policies: PolicySet | None, today: datetime.date) -> list[Diagnostic]:
     """The errors that keep the TrainJob from being built: the compile's own, else the
-    policy denies (none when no policy set is configured). `runtime` is the runtime, or
-    what `runtime_findings` said of it."""
+    policy denies (none when no policy set is configured), exemptions judged on `today`.
+    `runtime` is the runtime, or what `runtime_findings` said of it."""
     errors = [d for d in result.diagnostics if d.severity is Severity.ERROR]
     if errors or policies is None:
         return errors
     tj = check_object("TrainJob", trainjob)[0]  # defaulted, as the policies see it elsewhere
-    found = [v.diagnostic() for v in policies.check("TrainJob", tj)]
-    found += runtime if isinstance(runtime, list) else runtime_findings(runtime, policies)
+    found = [v.diagnostic() for v in policies.check("TrainJob", tj, today=today)]
+    found += runtime if isinstance(runtime, list) else \
+        runtime_findings(runtime, policies, today)
     for obj in result.objects:
         if obj.get("kind") == "JobSet":
-            found += [v.diagnostic() for v in policies.check("JobSet", obj, tj)]
+            found += [v.diagnostic() for v in policies.check("JobSet", obj, tj, today=today)]
     found += policies.errors
     return [d for d in found if d.severity is Severity.ERROR]
 

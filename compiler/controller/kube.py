@@ -1,7 +1,8 @@
 """The controller's access to the API server: plain-dict objects over a REST client.
 
 Every call is one REST request through `rest.RestClient` (certificate and token credentials)
-or, for other kubeconfigs, `kubernetes.client.ApiClient`: GET, LIST, WATCH (a stream of
+or, for other kubeconfigs, `kubernetes.client.ApiClient`, once the kubeconfig has passed
+client-go's checks (`kubeconfig`): GET, LIST, WATCH (a stream of
 events, `Gone` on 410), server-side apply with one field manager, JSON merge patch of the
 status subresource, DELETE, and the create/update a Lease needs. Objects stay JSON dicts, as
 the compiler takes and gives them.
@@ -20,9 +21,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-import yaml
-
+from compiler.common.diagnostics import one_line
 from compiler.common.jsondata import Obj
+from compiler.controller import kubeconfig
+from compiler.controller.kubeconfig import KubeconfigError, TokenError
 
 FIELD_MANAGER = "trainer"
 
@@ -114,6 +116,8 @@ class Kube:
                 _return_http_data_only=True, _request_timeout=timeout or self.timeout)
         except (HTTPError, OSError) as exc:  # no answer at all (the API server is away)
             raise ApiError(0, "Unavailable", f"{type(exc).__name__}: {exc}") from None
+        except TokenError as exc:  # the token file rotated to something no header can carry
+            raise ApiError(0, "InvalidToken", str(exc)) from None
         except Exception as exc:
             if _status_error(exc):
                 raise _api_error(exc) from None
@@ -253,7 +257,8 @@ def _api_error(exc: Any) -> ApiError:
 
 def client_from_kubeconfig(path: str | None) -> Any:
     """A client from a kubeconfig file (or in-cluster config, or $KUBECONFIG, or
-    ~/.kube/config): `rest.RestClient` for certificate and token credentials, else a
+    ~/.kube/config), every file checked as client-go checks it first (`kubeconfig`):
+    `rest.RestClient` for certificate and token credentials, else a
     `kubernetes.client.ApiClient`."""
     from compiler.controller import rest
 
@@ -262,24 +267,28 @@ def client_from_kubeconfig(path: str | None) -> Any:
         if found is not None:
             return found
     file = path or os.environ.get("KUBECONFIG") or "~/.kube/config"
-    for part in file.split(os.pathsep):
-        _check_kubeconfig(Path(part).expanduser())
-    if os.pathsep not in file:
-        try:
-            return rest.from_kubeconfig(Path(file).expanduser())
-        except (rest.Unsupported, OSError, ValueError, LookupError, TypeError, AttributeError,
-                yaml.YAMLError, ssl.SSLError):  # a kubeconfig of another shape
-            pass  # the kubernetes client reads it, and says what is wrong with it
+    parts = [Path(part).expanduser() for part in file.split(os.pathsep) if part]
+    for part in parts:
+        _check_kubeconfig(part)
+    if len(parts) == 1:
+        selected = kubeconfig.load(parts[0])
+        if not selected.others:
+            try:
+                return rest.client_for(selected)
+            except (OSError, ssl.SSLError) as exc:  # PEM that is no certificate or key
+                raise KubeconfigError(one_line(
+                    f"kubeconfig {parts[0]}: its certificate authority, client certificate "
+                    f"or key cannot be used: {getattr(exc, 'reason', None) or exc}")) from None
+    else:  # a list of files, merged by the kubernetes client: each is checked as typed
+        for part in parts:
+            if part.exists():
+                kubeconfig.decode(part)
     try:
         return _kubernetes_client(path)
     except Exception as exc:  # the client's ConfigException, or what its parsing raises
         told = " ".join(str(exc).split()) if type(exc).__name__ == "ConfigException" else \
             "not a kubeconfig (a mapping of clusters, users, contexts, current-context)"
         raise KubeconfigError(f"cannot use kubeconfig {file}: {told}") from exc
-
-
-class KubeconfigError(ValueError):
-    """No usable kubeconfig: the controller cannot start (a usage error, exit 2)."""
 
 
 KUBECONFIG_MAX_BYTES = 16 << 20

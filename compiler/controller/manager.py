@@ -39,6 +39,7 @@ from compiler.controller.kube import (
     client_from_kubeconfig,
 )
 from compiler.controller.leader import LeaderElector
+from compiler.controller.livepolicy import LivePolicies
 from compiler.controller.metrics import Metrics, serve
 from compiler.controller.ownership import OWNED_LABEL
 from compiler.controller.reconcile import Reconciler, reason_of
@@ -63,7 +64,7 @@ class Options:
     leader_elect: bool = False
     leader_namespace: str = "default"
     lease_name: str = "tjc-controller"
-    policies: PolicySet | None = None
+    policies: PolicySet | LivePolicies | None = None
 
 
 def owner_key(obj: Obj) -> tuple[str, str] | None:
@@ -107,6 +108,8 @@ class Controller:
                                      self._event, policies=options.policies,
                                      configmaps=self.owned[1])
         self.identity = f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
+        if isinstance(options.policies, LivePolicies) and options.policies.report is None:
+            options.policies.report = self._settings_event
 
     def _served(self, res: Resource) -> bool:
         """Whether the cluster has this API (PodGroups exist only with their scheduler);
@@ -129,20 +132,34 @@ class Controller:
 
     def _event(self, trainjob: Obj, reason: str, note: str) -> None:
         meta = trainjob["metadata"]
+        self._warn({"apiVersion": trainjob.get("apiVersion"), "kind": "TrainJob",
+                    "name": meta["name"], "namespace": meta["namespace"],
+                    "uid": meta.get("uid")}, "Reconciling", reason, note)
+
+    def _settings_event(self, note: str) -> None:
+        """The policy settings did not reload (`livepolicy` has logged it): a Warning event
+        on the controller's own Pod ($POD_NAME in $POD_NAMESPACE, as the deployment sets
+        them), where the platform team looks; without them the log line is all."""
+        pod, namespace = os.environ.get("POD_NAME"), os.environ.get("POD_NAMESPACE")
+        if pod and namespace:
+            self._warn({"apiVersion": "v1", "kind": "Pod", "name": pod,
+                        "namespace": namespace}, "Reloading", "PolicySettingsNotReloaded",
+                       note[:1000])
+
+    def _warn(self, regarding: Obj, action: str, reason: str, note: str) -> None:
+        """A Warning event (events.k8s.io/v1) about an object; a failure to write it is
+        logged, never raised."""
         now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        namespace, name = regarding["namespace"], regarding["name"]
         try:
-            self.kube.create(EVENTS, meta["namespace"], {
+            self.kube.create(EVENTS, namespace, {
                 "apiVersion": "events.k8s.io/v1", "kind": "Event",
-                "metadata": {"name": f"{meta['name']}.{time.time_ns():x}",
-                             "namespace": meta["namespace"]},
+                "metadata": {"name": f"{name}.{time.time_ns():x}", "namespace": namespace},
                 "eventTime": now, "reportingController": REPORTER,
-                "reportingInstance": self.identity, "action": "Reconciling", "reason": reason,
-                "note": note, "type": "Warning",
-                "regarding": {"apiVersion": trainjob.get("apiVersion"), "kind": "TrainJob",
-                              "name": meta["name"], "namespace": meta["namespace"],
-                              "uid": meta.get("uid")}})
+                "reportingInstance": self.identity, "action": action, "reason": reason,
+                "note": note, "type": "Warning", "regarding": regarding})
         except ApiError as exc:
-            LOG.warning("event for %s/%s: %s", meta["namespace"], meta["name"], exc)
+            LOG.warning("event for %s/%s: %s", namespace, name, exc)
 
     def work(self) -> None:
         """One worker: reconcile keys until the queue shuts down."""

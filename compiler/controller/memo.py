@@ -10,9 +10,11 @@ is running anyway.
   copy (edited, replaced, unlabelled, not seen yet) takes the full path of `snapshot.resolve`.
   The informer's store is updated before the reconcile its event queues, so an edit is seen by
   that reconcile. The runtime is parsed, prepared for the compile (`prepare_runtime`) and
-  checked by the policy packs once per digest.
+  checked by the policy packs once per digest (and settings version and day).
 - **Verdicts.** For a TrainJob (its uid and everything but its status and resourceVersion),
-  the snapshot's digest and whether an SSH key was to be made: the objects (kind, name) it
+  the snapshot's digest, whether an SSH key was to be made, and the version of the policy
+  settings and the day it was judged on (new settings, or an exemption's expiry, may change
+  the verdict: it is reached again, as after a restart): the objects (kind, name) it
   compiled to, once the compile, admission, policy packs and limits passed and the objects were
   written. When every such object exists, is the TrainJob's own and would be kept as it is
   (`objects.all_kept`), nothing is compiled; otherwise the compile runs as before.
@@ -66,13 +68,14 @@ class Verdict:
     objects: tuple[Identity, ...]
 
 
-def content_key(trainjob: Obj, digest: str, new_key: bool) -> str:
+def content_key(trainjob: Obj, digest: str, new_key: bool, policies: str = "") -> str:
     """What a compile's outcome depends on: the TrainJob as the user wrote it (not its status,
-    resourceVersion or managedFields), the runtime's digest, whether a key pair is made."""
+    resourceVersion or managedFields), the runtime's digest, whether a key pair is made, and
+    the policy settings' version and day it was judged on (`policies`)."""
     meta = {k: v for k, v in (trainjob.get("metadata") or {}).items()
             if k not in ("resourceVersion", "managedFields")}
     spec = {**{k: v for k, v in trainjob.items() if k != "status"}, "metadata": meta}
-    text = json.dumps([spec, digest, new_key], sort_keys=True, default=str)
+    text = json.dumps([spec, digest, new_key, policies], sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
 
 

@@ -2,7 +2,8 @@
 
 managedBy → resolve the runtime (the snapshot, verified against the digest recorded in the
 status, first) → compile with the core (which admits the TrainJob) → policy packs
-(`admission`) → write each object the TrainJob owns (`objects`: a running JobSet is not
+(`admission`: the settings `livepolicy` holds now, exemptions expiring on the reconcile's
+day) → write each object the TrainJob owns (`objects`: a running JobSet is not
 rewritten, an existing PodGroup or SSH Secret is kept) → Suspended condition → status from the
 JobSet this TrainJob controls → active deadline → status patch when changed. A TrainJob the
 compiler or a policy refuses, or one the cluster could never run (`limits`), gets a Failed
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import datetime
 import logging
 import time
 from collections.abc import Callable
@@ -33,6 +35,7 @@ from compiler.controller.kube import (
     ApiError,
     Kube,
 )
+from compiler.controller.livepolicy import LivePolicies
 from compiler.core import limits
 from compiler.core.compile import compile_trainjob, prepare_runtime
 from compiler.core.context import CompileOptions, SSHKeySource
@@ -67,7 +70,7 @@ class Reconciler:
     def __init__(self, kube: Kube, trainjobs: Informer, jobsets: Informer,
                  ssh_keys: SSHKeySource, events: Callable[[Obj, str, str], None],
                  clock: Callable[[], float] = time.time,
-                 policies: PolicySet | None = None,
+                 policies: PolicySet | LivePolicies | None = None,
                  configmaps: objects.Store | None = None) -> None:
         self.kube, self.trainjobs, self.jobsets = kube, trainjobs, jobsets
         self.ssh_keys, self.events, self.clock = ssh_keys, events, clock
@@ -128,15 +131,17 @@ class Reconciler:
         # The status is the controller's own (written through the status subresource, which
         # the API server's create and update ignore): admission looks at what the user wrote.
         spec_only = {k: v for k, v in trainjob.items() if k != "status"}
-        content = memo.content_key(spec_only, digest, keys is not None)
+        policies, judged = self._policies(now)
+        content = memo.content_key(spec_only, digest, keys is not None, judged)
         passed = self.memo.verdict(_key(trainjob), content)
         if passed is not None and \
                 objects.all_kept(self.kube, self.jobsets, trainjob, passed.objects):
             return None  # built from this very input, and everything is kept as it is
         prepared = self.memo.derived("prepared", digest, lambda: prepare_runtime(runtime))
         result = compile_trainjob(spec_only, prepared, options=CompileOptions(ssh_keys=keys))
-        errors = admission.refusals(result, spec_only, self._runtime_findings(runtime, digest),
-                                    self.policies)
+        today = _day(now)
+        findings = self._runtime_findings(runtime, digest, policies, judged, today)
+        errors = admission.refusals(result, spec_only, findings, policies, today)
         if errors:
             unschedulable = all(d.rule in limits.RULES for d in errors)
             st.set_condition(status, {"type": "Failed", "status": "True",
@@ -153,12 +158,21 @@ class Reconciler:
         self.memo.remember_verdict(_key(trainjob), content, list(result.objects))
         return written.get("JobSet")
 
-    def _runtime_findings(self, runtime: Obj, digest: str) -> list[Diagnostic]:
-        policies = self.policies
+    def _policies(self, now: float) -> tuple[PolicySet | None, str]:
+        """The policy set to judge with now, and what a verdict reached with it depends on:
+        the settings' version and the day (exemptions expire), empty without policies."""
+        live = self.policies
+        if live is None:
+            return None, ""
+        policies, generation = live.current() if isinstance(live, LivePolicies) else (live, 0)
+        return policies, f"{generation}@{_day(now).isoformat()}"
+
+    def _runtime_findings(self, runtime: Obj, digest: str, policies: PolicySet | None,
+                          judged: str, today: datetime.date) -> list[Diagnostic]:
         if policies is None:
             return []
-        return self.memo.derived("policies", digest,
-                                 lambda: admission.runtime_findings(runtime, policies))
+        return self.memo.derived("policies", f"{digest}/{judged}",
+                                 lambda: admission.runtime_findings(runtime, policies, today))
 
     def _runtime(self, trainjob: Obj) -> tuple[Obj, str]:
         """The runtime and the snapshot's digest: remembered while the informer's copy of the
@@ -223,6 +237,11 @@ class Reconciler:
                 self.kube.delete(JOBSET, meta["namespace"], meta["name"],
                                  uid=owned["metadata"].get("uid"))
         return None
+
+
+def _day(now: float) -> datetime.date:
+    """The UTC date of a clock reading: the day an exemption's `expires` is judged on."""
+    return datetime.datetime.fromtimestamp(now, datetime.UTC).date()
 
 
 def _key(trainjob: Obj) -> Key:

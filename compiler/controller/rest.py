@@ -5,17 +5,19 @@
 serialize it; the controller sends and reads plain JSON and needs neither. This client covers
 what a controller's credentials are: a server URL with its CA (file or data, or
 `insecure-skip-tls-verify`), a client certificate and key (files or data), a bearer token
-(`token` or `tokenFile`, read again as it rotates), and the in-cluster service account. A
-kubeconfig whose user needs more (an `exec` plugin, an `auth-provider`, a username and
-password) is handed to `kubernetes.config` as before (`client_from_kubeconfig`).
+(`token` or `tokenFile`, read again as it rotates), and the in-cluster service account. The
+kubeconfig has been checked as client-go checks it (`kubeconfig`); one whose user needs more
+(an `exec` plugin, an `auth-provider`, a username and password) is handed to
+`kubernetes.config` (`client_from_kubeconfig`).
 
 `call_api` takes the arguments `kube.Kube` gives `kubernetes.client.ApiClient.call_api`, so
-either client serves it; errors are `HTTPStatusError` (status, reason, body).
+either client serves it; an answer other than 2xx is an `HTTPStatusError` (status, reason,
+body), a redirect included (it is never followed: the token would go with it), and a token
+that cannot be sent is a `kubeconfig.TokenError` (naming the file, never the token).
 """
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import ssl
@@ -27,16 +29,11 @@ from typing import Any
 from urllib.parse import urlencode
 
 import urllib3
-import yaml
 
-from compiler.common.jsondata import Obj
+from compiler.controller.kubeconfig import Selected, TokenError, TokenUnreadable, read_token
 
 SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 TOKEN_REREAD_SECONDS = 60.0
-
-
-class Unsupported(Exception):
-    """The kubeconfig needs an authentication this client does not do."""
 
 
 class HTTPStatusError(Exception):
@@ -61,16 +58,24 @@ class Credentials:
     _read: tuple[float, str] = field(default=(0.0, ""), repr=False)
 
     def bearer(self) -> str | None:
-        """The bearer token, a token file's read at most once a minute."""
-        if self.token:
-            return self.token
+        """The bearer token: a token file's (trimmed, read again at most once a minute) as
+        client-go's file token source reads it, else the inline one. A file that cannot be
+        read, or holds none, keeps the token read last (or the inline one); a token that
+        cannot be a header value raises `TokenError`."""
         if not self.token_file:
-            return None
+            return self.token
         when, text = self._read
         if time.monotonic() - when > TOKEN_REREAD_SECONDS or not text:
-            text = Path(self.token_file).read_text().strip()
-            self._read = (time.monotonic(), text)
-        return text
+            try:
+                fresh = read_token(self.token_file)
+            except TokenUnreadable:
+                fresh = ""
+            if fresh:
+                text = fresh
+                self._read = (time.monotonic(), text)
+        if not text and not self.token:
+            raise TokenError(f"no token in {self.token_file}")
+        return text or self.token
 
 
 class RestClient:
@@ -100,58 +105,39 @@ class RestClient:
             headers["Authorization"] = f"Bearer {token}"
         data = None if body is None else json.dumps(body).encode()
         response = self.pool.request(method, url, body=data, headers=headers,
-                                     preload_content=False, retries=False,
+                                     preload_content=False, retries=False, redirect=False,
                                      timeout=urllib3.Timeout(connect=10,
                                                              read=_request_timeout))
-        if response.status >= 400:
+        if not 200 <= response.status < 300:
             text = response.read().decode(errors="replace")
             response.release_conn()
             raise HTTPStatusError(response.status, str(response.reason or ""), text)
         return response
 
 
-def _file(entry: Obj, key: str, base: Path, temp: Path) -> str | None:
-    """A kubeconfig's `<key>` (a path, relative to the kubeconfig) or `<key>-data` (base64,
-    written to a private file for the TLS library, which reads it at once)."""
-    data = entry.get(f"{key}-data")
-    if data:
-        fd, name = tempfile.mkstemp(dir=temp)
-        with os.fdopen(fd, "wb") as out:
-            out.write(base64.b64decode(data))
-        return name
-    path = entry.get(key)
-    return str(base / os.path.expanduser(path)) if path else None
+def _written(data: bytes | None, temp: Path) -> str | None:
+    """Certificate or key data, written to a private file for the TLS library (which reads
+    it at once)."""
+    if data is None:
+        return None
+    fd, name = tempfile.mkstemp(dir=temp)
+    with os.fdopen(fd, "wb") as out:
+        out.write(data)
+    return name
 
 
-# What this client reads of a kubeconfig's cluster and user; anything else (a proxy, a TLS
-# server name, an exec plugin, impersonation, ...) is left to the kubernetes client.
-_CLUSTER_KEYS = {"server", "certificate-authority", "certificate-authority-data",
-                 "insecure-skip-tls-verify", "extensions"}
-_USER_KEYS = {"client-certificate", "client-certificate-data", "client-key", "client-key-data",
-              "token", "tokenFile", "extensions"}
-
-
-def from_kubeconfig(path: Path) -> RestClient:
-    """The client of the kubeconfig's current context; `Unsupported` when its user
-    authenticates otherwise than by certificate or token."""
-    config = yaml.safe_load(path.read_text()) or {}
-    by_name = {kind: {e.get("name"): e.get(kind[:-1]) or {} for e in config.get(kind) or []}
-               for kind in ("clusters", "users", "contexts")}
-    context = by_name["contexts"].get(config.get("current-context")) or {}
-    cluster = by_name["clusters"].get(context.get("cluster"))
-    user = by_name["users"].get(context.get("user"), {})
-    if not cluster or not cluster.get("server") or set(cluster) - _CLUSTER_KEYS or \
-            set(user) - _USER_KEYS:
-        raise Unsupported("kubeconfig needs the kubernetes client")
-    base = path.parent
+def client_for(selected: Selected) -> RestClient:
+    """The client of a checked kubeconfig's current context (`kubeconfig.load`); ssl.SSLError
+    or OSError when its certificates or key cannot be used."""
     with tempfile.TemporaryDirectory(prefix="tjc-kube-") as temp:
+        folder = Path(temp)
         return RestClient(Credentials(
-            server=str(cluster["server"]),
-            ca_file=_file(cluster, "certificate-authority", base, Path(temp)),
-            insecure=bool(cluster.get("insecure-skip-tls-verify")),
-            cert_file=_file(user, "client-certificate", base, Path(temp)),
-            key_file=_file(user, "client-key", base, Path(temp)), token=user.get("token"),
-            token_file=str(base / user["tokenFile"]) if user.get("tokenFile") else None))
+            server=selected.server,
+            ca_file=_written(selected.ca_data, folder) or selected.ca_file,
+            insecure=selected.insecure,
+            cert_file=_written(selected.cert_data, folder) or selected.cert_file,
+            key_file=_written(selected.key_data, folder) or selected.key_file,
+            token=selected.token, token_file=selected.token_file))
 
 
 def in_cluster() -> RestClient | None:

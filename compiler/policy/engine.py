@@ -109,8 +109,12 @@ class PolicySet:
         """Every rule of every pack, in pack order."""
         return [rule for pack in self.packs for rule in pack.rules.values()]
 
-    def check(self, kind: str, obj: Obj, trainjob: Obj | None = None) -> list[Violation]:
-        """Every violation of one document (a JobSet with the TrainJob it came from)."""
+    def check(self, kind: str, obj: Obj, trainjob: Obj | None = None, *,
+              today: datetime.date | None = None) -> list[Violation]:
+        """Every violation of one document (a JobSet with the TrainJob it came from);
+        exemptions expire against `today` (default: the set's own date, taken when it was
+        made: a long-running caller such as the controller passes the date of each
+        decision)."""
         found: list[Violation] = []
         planned: Obj | None = None  # the plans' input and CUE's, each built when first needed
         full: Obj | None = None
@@ -128,7 +132,8 @@ class PolicySet:
         meta = meta if isinstance(meta, dict) else {}
         if not self.exemptions.entries and not _annotated(meta):
             return found  # nothing can exempt or remark on these violations
-        return [self._exempt(v, meta) for v in found]
+        day = today or self.today
+        return [self._exempt(v, meta, day) for v in found]
 
     def _by_kind(self, kind: str) -> list[tuple[Pack, list[Rule], frozenset[str] | None]]:
         """The packs with rules (not skipped this run) that apply to this kind, with those
@@ -141,8 +146,8 @@ class PolicySet:
                 for p in self.packs if (rules := self._rules(p, kind, self.skip))]
         return known
 
-    def _exempt(self, v: Violation, meta: Obj) -> Violation:
-        decision = self.exemptions.decide(v.rule.id, v.rule.severity, meta, self.today)
+    def _exempt(self, v: Violation, meta: Obj, today: datetime.date) -> Violation:
+        decision = self.exemptions.decide(v.rule.id, v.rule.severity, meta, today)
         if not decision.kind and not decision.remark:
             return v
         return Violation(v.rule, v.path, v.message, decision)

@@ -1,5 +1,6 @@
 // The test oracle: Kubeflow Trainer v2.3.0's own code (API server create path for its CRDs,
-// admission webhooks, runtime framework) and k8s.io/apimachinery, pinned. Built by build.sh.
+// admission webhooks, runtime framework), k8s.io/apimachinery and k8s.io/client-go (the
+// kubeconfig check), pinned. Built by build.sh.
 module trainjob-compiler/parity/oracle
 
 go 1.26.0
@@ -8,6 +9,7 @@ require (
 	github.com/kubeflow/trainer/v2 v2.3.0
 	k8s.io/apiextensions-apiserver v0.36.2
 	k8s.io/apimachinery v0.36.2
+	k8s.io/client-go v0.36.2
 	sigs.k8s.io/controller-runtime v0.24.1
 	sigs.k8s.io/jobset v0.12.0
 	sigs.k8s.io/yaml v1.6.0
@@ -101,7 +103,6 @@ require (
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 	k8s.io/api v0.36.2 // indirect
 	k8s.io/apiserver v0.36.2 // indirect
-	k8s.io/client-go v0.36.2 // indirect
 	k8s.io/component-base v0.36.2 // indirect
 	k8s.io/component-helpers v0.36.2 // indirect
 	k8s.io/klog/v2 v2.140.0 // indirect

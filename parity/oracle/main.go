@@ -1,5 +1,6 @@
-// Command oracle answers, one JSON request per stdin line, what Kubeflow Trainer v2.3.0 and
-// k8s.io/apimachinery do with an input: the test oracle of trainjob-compiler's parity tests.
+// Command oracle answers, one JSON request per stdin line, what Kubeflow Trainer v2.3.0,
+// k8s.io/apimachinery and k8s.io/client-go do with an input: the test oracle of
+// trainjob-compiler's parity tests (and of the controller's kubeconfig reading).
 //
 //	oracle -crds DIR < requests.jsonl > answers.jsonl
 //
@@ -13,6 +14,9 @@
 //	quantity  {"text": "..."}: a JSON string or number through resource.Quantity's JSON coding.
 //	smp       {"original": {...}, "patch": {...}}: strategicpatch.StrategicMergePatch on a
 //	          JobSetSpec.
+//	kubeconfig {"path": "..."}: what k8s.io/client-go makes of a kubeconfig file (clientcmd's
+//	          loading and validation, the HTTP client, a request that is never dialled): ok
+//	          with the effective insecure and token-present flags, or the error.
 package main
 
 import (
@@ -31,6 +35,7 @@ type request struct {
 	Text     string            `json:"text"`
 	Original json.RawMessage   `json:"original"`
 	Patch    json.RawMessage   `json:"patch"`
+	Path     string            `json:"path"`
 }
 
 func main() {
@@ -73,6 +78,8 @@ func serve(kinds map[string]*crdKind, req *request) any {
 		return quantity(req.Text)
 	case "smp":
 		return smp(req.Original, req.Patch)
+	case "kubeconfig":
+		return kubeconfig(req.Path)
 	}
 	return map[string]string{"fatal": "unknown op " + req.Op}
 }
