@@ -12,13 +12,13 @@ bounded in memory and time; going over a bound is a `PolicyLimitError`, exit 2).
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from compiler.common.diagnostics import Diagnostic, Location, Severity
+from compiler.common.diagnostics import Diagnostic, Location, Severity, format_path
 from compiler.common.errors import InputError, PolicyError
-from compiler.io.loader import Source, iter_source, read_source
+from compiler.io.loader import Document, Source, iter_source, read_source
 
 if TYPE_CHECKING:
     from compiler.policy.check import PolicyChecker
@@ -53,9 +53,26 @@ def setup_problem(message: str, file: str = "") -> PolicySetupError:
     return PolicySetupError([diag.at(Location(file, 1, 1)) if file else diag])
 
 
+Locate = Callable[[tuple[str | int, ...]], Location]
+
+
 def load_values(path: str) -> dict[str, Any]:
     """Pack settings from a YAML/JSON or CUE file (`PolicyLimitError` when CUE goes over
     its limits on it)."""
+    return load_values_located(path)[0]
+
+
+def load_values_located(path: str) -> tuple[dict[str, Any], Locate]:
+    """`load_values`, and where each path of the values is in the file (a CUE file: its
+    first line)."""
+    found: list[Document] = []
+    values = _load_values(path, found)
+    if found:
+        return values, found[0].locate
+    return values, lambda keys: Location(path, 1, 1)
+
+
+def _load_values(path: str, found: list[Document]) -> dict[str, Any]:
     from compiler.policy import cuelib, cueproc
 
     file = Path(path)
@@ -65,7 +82,7 @@ def load_values(path: str) -> dict[str, Any]:
         raise setup_problem(f"policy values: {exc.diagnostic.message}", path) from None
     try:
         data = cueproc.values(text.encode(), path) if file.suffix == ".cue" \
-            else _yaml_values(text, path)
+            else _yaml_values(text, path, found)
     except cuelib.EngineMissing as exc:
         raise setup_problem(str(exc)) from None
     except cuelib.CueError as err:
@@ -82,9 +99,10 @@ def load_values(path: str) -> dict[str, Any]:
     return data
 
 
-def _yaml_values(text: str, path: str) -> Any:
+def _yaml_values(text: str, path: str, found: list[Document]) -> Any:
     """The first document of a YAML/JSON values file, read as an input file is (bounded
-    aliases and depth); a document that does not parse is its located error."""
+    aliases and depth); a document that does not parse is its located error. The document
+    goes to `found` (its positions locate later problems)."""
     for doc in iter_source(Source(path, text)):
         if isinstance(doc, Diagnostic) and doc.rule == "TJC-INPUT-NOT-OBJECT":
             return []  # not a mapping: the caller says what is expected
@@ -92,6 +110,7 @@ def _yaml_values(text: str, path: str) -> Any:
             raise PolicySetupError([Diagnostic(
                 Severity.ERROR, "TJC-POLICY-SETUP", f"policy values: {doc.message}",
                 subject="policy", locations=doc.locations)])
+        found.append(doc)
         return doc.data
     return None
 
@@ -155,6 +174,7 @@ def build(args: argparse.Namespace, settings: dict[str, Any] | None = None
     if args.no_default_policies and not args.policy:
         return None  # no pack: the policy modules are not even imported
     from compiler.policy import packs as packs_mod
+    from compiler.policy import settings as closed
     from compiler.policy.check import PolicyChecker
     from compiler.policy.engine import PolicySet
     from compiler.policy.exemptions import split
@@ -164,11 +184,71 @@ def build(args: argparse.Namespace, settings: dict[str, Any] | None = None
     if not files:
         return None
     require_engine(load=False)
-    values = settings if settings is not None else \
-        (load_values(args.policy_values) if args.policy_values else {})
+    values, locate = _values(args, settings)
     try:
         settings, exemptions = split(values)
     except ValueError as exc:
         raise setup_problem(f"policy values: {exc}", args.policy_values) from None
-    loaded = load_packs(files, settings)
-    return PolicyChecker(PolicySet(loaded, skips(args.skip), settings, exemptions))
+    if settings:  # closed: a key no pack declares is a mistake, never a silent no-op
+        _refuse(closed.unknown_settings(settings, closed.declared(load_packs(files))), locate)
+    try:
+        loaded = load_packs(files, settings)
+    except PolicySetupError as exc:
+        raise PolicySetupError(_in_values(exc.diagnostics, locate)) from None
+    known = closed.known_ids(loaded)
+    skipped = skips(args.skip)
+    for _, message in closed.unknown_ids((((), name) for name in skipped), known):
+        raise setup_problem(f"--skip {message}")
+    _refuse(closed.unknown_ids(_named_ids(values), known), locate)
+    return PolicyChecker(PolicySet(loaded, skipped, settings, exemptions))
+
+
+def _values(args: argparse.Namespace, settings: dict[str, Any] | None
+            ) -> tuple[dict[str, Any], Locate]:
+    """The policy values (inline `settings`, the --policy-values file, or none) and where
+    each of their paths is."""
+    if settings is not None:
+        return settings, lambda keys: Location("functionConfig policyValues", 1, 1)
+    if args.policy_values:
+        return load_values_located(args.policy_values)
+    return {}, lambda keys: Location("", 1, 1)
+
+
+def _named_ids(values: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
+    """The rule ids and pack names the values name: in exemptions and annotationExemptible
+    (their shapes are checked by `exemptions.split` already)."""
+    out: list[tuple[tuple[str | int, ...], str]] = []
+    for i, entry in enumerate(values.get("exemptions") or []):
+        for j, name in enumerate(entry.get("rules") or []):
+            out.append((("exemptions", i, "rules", j), name))
+    for j, name in enumerate(values.get("annotationExemptible") or []):
+        out.append((("annotationExemptible", j), name))
+    return out
+
+
+def _refuse(problems: list[tuple[tuple[str | int, ...], str]], locate: Locate) -> None:
+    """PolicySetupError for the problems, each at its place in the user's values."""
+    if problems:
+        raise PolicySetupError([
+            Diagnostic(Severity.ERROR, "TJC-POLICY-SETUP",
+                       f"policy values: {format_path(path)}: {message}",
+                       subject="policy").at(locate(path)) for path, message in problems])
+
+
+def _in_values(found: list[Diagnostic], locate: Locate) -> list[Diagnostic]:
+    """A pack's error about a setting the user gave (a type that does not fit) is reported
+    in the user's values, where it can be fixed, not inside the pack."""
+    out: list[Diagnostic] = []
+    for d in found:
+        keys = d.path[1:] if d.path[:1] == ("settings",) else ()
+        if not keys:
+            out.append(d)
+            continue
+        if "errors in empty disjunction" in d.message:  # its parts follow, one by one
+            continue
+        message = d.message.rsplit(" (at ", 1)[0]
+        out.append(Diagnostic(Severity.ERROR, "TJC-POLICY-SETUP",
+                              f"policy values: {format_path(keys)}: {message} (the pack "
+                              f"declares it in {d.locations[0] if d.locations else 'its file'})",
+                              subject="policy").at(locate(keys)))
+    return out

@@ -77,8 +77,9 @@ def _invalid(err: cuelib.CueError, file: str) -> list[Diagnostic]:
         m = m.located_in(file)
         where = Location(m.file or file, m.line or 1, m.column or 1)
         path = f" (at {'.'.join(m.path)})" if m.path else ""
+        setting = tuple(m.path) if m.path[:1] == ("settings",) else ()  # the user's, maybe
         out.append(Diagnostic(Severity.ERROR, "TJC-POLICY-INVALID", f"{m.message}{path}",
-                              subject="policy").at(where))
+                              setting, subject="policy").at(where))
     return out
 
 
