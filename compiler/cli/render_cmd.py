@@ -263,7 +263,7 @@ def _writer(args: argparse.Namespace) -> outdir.DirWriter | None:
         raise InputError(error("TJC-USAGE", "--dry-run needs --output-dir"))
     if not args.output_dir:
         return None
-    return outdir.DirWriter(Path(args.output_dir), args.output, outdir.inputs_key(args.paths),
+    return outdir.DirWriter(Path(args.output_dir), args.output, args.paths,
                             dry_run=args.dry_run, private=bool(args.mpi_ssh_key))
 
 
