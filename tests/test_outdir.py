@@ -1,6 +1,6 @@
 """`tjc render --output-dir`: nothing written or deleted outside DIR, not written by tjc or
 written for another input set, pruning of TrainJobs that left the inputs, a manifest that is
-the same bytes in every checkout (and older manifests with absolute paths), --dry-run,
+the same bytes in every checkout (and older manifests with absolute paths), --dry-run, --check,
 concurrent renders, file modes."""
 
 from __future__ import annotations
@@ -307,3 +307,83 @@ def test_a_file_of_another_input_set_is_neither_overwritten_nor_pruned(
     assert run([str(team_b), "--output-dir", str(out)], capsys)[0] == 0
     rendered = run([str(team_b / "j-x.yaml")], capsys)[1]
     assert (out / "team" / "x.yaml").read_text() == HEADER + rendered
+
+
+def _check(jobs: Path, out: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    return run([str(jobs), "--output-dir", str(out), "--check"], capsys)
+
+
+def _snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
+    return {f: ((root / f).read_bytes(), (root / f).stat().st_mtime_ns) for f in _files(root)}
+
+
+def test_check_passes_only_when_the_committed_output_is_current(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    jobs, out = _jobs(tmp_path / "jobs", "a", "b"), tmp_path.resolve() / "out"
+    code, stdout, err = _check(jobs, out, capsys)
+    assert code == 1 and not out.exists(), "nothing is written, not even DIR"
+    assert stdout.splitlines() == [f"would create {out}/team/a.yaml",
+                                   f"would create {out}/team/b.yaml",
+                                   f"would create {out}/{MANIFEST}"]
+    assert err == f"{out}/{MANIFEST}:1:1: error: 3 file(s) in {out} are not what this render " \
+        "writes; render again without --check and commit the result [TJC-OUTPUT-STALE]\n"
+    assert run([str(jobs), "--output-dir", str(out)], capsys)[0] == 0
+    current = _snapshot(out)
+    assert _check(jobs, out, capsys) == (0, "", "")
+    (jobs / "j-a.yaml").write_text((jobs / "j-a.yaml").read_text().replace(
+        "numNodes: 1", "numNodes: 2"))
+    code, stdout, _ = _check(jobs, out, capsys)
+    assert code == 1 and stdout.splitlines() == [f"would change {out}/team/a.yaml",
+                                                 f"would change {out}/{MANIFEST}"]
+    assert _snapshot(out) == current
+    assert run([str(jobs), "--output-dir", str(out)], capsys)[0] == 0
+    (out / "team" / "b.yaml").unlink()
+    code, stdout, _ = _check(jobs, out, capsys)
+    assert (code, stdout) == (1, f"would create {out}/team/b.yaml\n")
+    assert not (out / "team" / "b.yaml").exists()
+    assert run([str(jobs), "--output-dir", str(out)], capsys)[0] == 0
+    (jobs / "j-b.yaml").unlink()
+    code, stdout, _ = _check(jobs, out, capsys)
+    assert code == 1 and stdout.splitlines() == [f"would delete {out}/team/b.yaml",
+                                                 f"would change {out}/{MANIFEST}"]
+    assert (out / "team" / "b.yaml").exists()
+
+
+def test_check_wants_the_manifest_current_too(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    jobs, out = _jobs(tmp_path / "jobs", "a"), tmp_path.resolve() / "out"
+    assert run([str(jobs), "--output-dir", str(out)], capsys)[0] == 0
+    manifest = out / MANIFEST
+    manifest.write_text(json.dumps(json.loads(manifest.read_text())))  # same data, other bytes
+    code, stdout, _ = _check(jobs, out, capsys)
+    assert (code, stdout) == (1, f"would change {manifest}\n")
+    assert run([str(jobs), "--output-dir", str(out)], capsys)[0] == 0
+    assert _check(jobs, out, capsys)[0] == 0
+    (out / "team" / "a.yaml").write_text("kind: Mine\n")
+    code, stdout, err = _check(jobs, out, capsys)
+    assert code == 1 and "not overwritten [TJC-OUTPUT-EXISTS]" in err
+    assert (out / "team" / "a.yaml").read_text() == "kind: Mine\n"
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--check"], "--check needs --output-dir"),
+    (["--check", "--passthrough"], "--check needs --output-dir"),
+    (["--check", "--dry-run", "--output-dir", "OUT"],
+     "--check already writes nothing; leave out --dry-run"),
+    (["--check", "--mpi-ssh-key", "generate", "--output-dir", "OUT"],
+     "--check with --mpi-ssh-key generate never matches (new keys every run); use "
+     "--mpi-ssh-key FILE"),
+])
+def test_check_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                            args: list[str], message: str) -> None:
+    jobs = _jobs(tmp_path / "jobs", "a")
+    code, stdout, err = run([str(jobs), *(str(tmp_path / a) if a == "OUT" else a
+                                          for a in args)], capsys)
+    assert (code, stdout, err) == (2, "", f"tjc: {message}\n")
+    assert not (tmp_path / "OUT").exists()
+
+
+def test_check_is_in_the_help(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["render", "--help"])
+    assert "tjc render jobs/ --output-dir rendered/ --check" in capsys.readouterr().out

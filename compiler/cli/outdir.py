@@ -15,7 +15,8 @@ over. At the end, files this run's input set wrote before for TrainJobs no longe
 pruned. The whole run holds an exclusive lock on DIR, so concurrent renders into one folder do
 not lose each other's manifest entries; files get the umask's mode (owner-only with `private`:
 files that may hold an SSH private key). With `dry_run`, nothing is written: `plan` lists what
-would be written and deleted.
+would be written and deleted; with `check`, nothing is written either and `plan.stale` lists
+each file (the manifest too) that the render would create, change or delete.
 Called by `compiler.cli.render_cmd` only.
 """
 
@@ -45,10 +46,12 @@ SUFFIXES = {"yaml": ".yaml", "json": ".json"}
 
 @dataclass
 class Plan:
-    """What a run wrote (or would write) and deleted (or would delete)."""
+    """What a run wrote (or would write) and deleted (or would delete); with `check`, each
+    path (below DIR) the run would `create`, `change` or `delete`, as (verb, path)."""
 
     written: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
+    stale: list[tuple[str, str]] = field(default_factory=list)
 
 
 def job_names(trainjob: dict[str, Any]) -> tuple[str, str]:
@@ -70,8 +73,8 @@ class DirWriter:
     """Writes, checks ownership, prunes and records; see the module docstring."""
 
     def __init__(self, out_dir: Path, fmt: str, paths: list[str], *, dry_run: bool = False,
-                 private: bool = False) -> None:
-        self.fmt, self.dry_run = fmt, dry_run
+                 check: bool = False, private: bool = False) -> None:
+        self.fmt, self.check, self.dry_run = fmt, check, dry_run or check
         self.mode = 0o600 if private else 0o666  # private: files may hold an SSH private key
         self.root = _prepare(out_dir, self.dry_run)
         top = rendermanifest.repository_root(self.root)
@@ -82,7 +85,7 @@ class DirWriter:
         except InputError:
             self.release()
             raise
-        self.manifest = recorded.entries
+        self.manifest, self.recorded = recorded.entries, recorded.raw
         self.plan = Plan()
         self.seen: set[str] = set()
         self.where = Location(str(self.root / MANIFEST), 1, 1)
@@ -104,6 +107,8 @@ class DirWriter:
         problem = self._may_replace(rel)
         if problem:
             return [problem]
+        if self.check:
+            self._compare(rel, body)
         if not self.dry_run:
             try:
                 _atomic_write(self.root, rel, body, self.mode)
@@ -123,8 +128,12 @@ class DirWriter:
                         rel in self.plan.written:
                     continue
                 found += self._prune(rel, entry)
+            text = rendermanifest.text(self.manifest)
+            if self.check and self.recorded != text.encode():
+                self.plan.stale.append(("create" if self.recorded is None else "change",
+                                        MANIFEST))
             if not self.dry_run:
-                _atomic_write(self.root, MANIFEST, rendermanifest.text(self.manifest))
+                _atomic_write(self.root, MANIFEST, text)
         except OSError as exc:
             found.append(error("TJC-OUTPUT-WRITE", f"cannot update {exc.filename or self.root}: "
                                f"{exc.strerror or exc}").at(self.where))
@@ -182,11 +191,21 @@ class DirWriter:
                           "TrainJob no longer in the inputs, but no longer carries tjc's "
                           "marker; not deleted").at(self.where)]
         self.plan.deleted.append(rel)
+        if self.check:
+            self.plan.stale.append(("delete", rel))
         if not self.dry_run:
             target.unlink()
             with contextlib.suppress(OSError):
                 target.parent.rmdir()
         return []
+
+    def _compare(self, rel: str, body: str) -> None:
+        """With `check`: note `rel` when it does not hold `body` already."""
+        head = _read_start(self.root / rel)
+        if head is None:
+            self.plan.stale.append(("create", rel))
+        elif _sha256_file(self.root / rel) != _sha256(body):
+            self.plan.stale.append(("change", rel))
 
     @staticmethod
     def fmt_of(rel: str) -> str:
