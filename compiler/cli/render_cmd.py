@@ -28,6 +28,8 @@ examples:
   tjc render job.yaml my-runtime.yaml -o json   with a runtime of your own, as JSON
   tjc render jobs/ --output-dir rendered/       one file per TrainJob: rendered/<ns>/<name>.yaml
   tjc render jobs/ --output-dir rendered/ --dry-run   what that would write and delete
+  tjc render jobs/ --output-dir rendered/ --check     in CI: exit 1 unless the committed
+                                                      rendered/ is what the render writes
   tjc render mpi-job.yaml --mpi-ssh-key generate  also emit the MPI SSH Secret (new keys)
   tjc render jobs/ --policy team-policies/       enforce your own CUE packs too
   kustomize build overlays/prod | tjc render --passthrough -   everything, TrainJobs rendered
@@ -52,6 +54,10 @@ def register(verbs: Any) -> None:
     parser.add_argument("--dry-run", action="store_true",
                         help="with --output-dir: write nothing, list the files that would be "
                         "written and deleted")
+    parser.add_argument("--check", action="store_true",
+                        help="with --output-dir: write nothing; exit 1, listing each file that "
+                        "would be created, changed or deleted (the manifest too), unless DIR "
+                        "already holds exactly what the render writes")
     parser.add_argument("--no-builtin-runtimes", action="store_true",
                         help="do not load the built-in ClusterTrainingRuntimes")
     parser.add_argument("--no-validate", action="store_true",
@@ -75,6 +81,9 @@ def run(args: argparse.Namespace) -> int:
     if problem:
         print(f"tjc render: error: {problem}", file=sys.stderr)
         return 2
+    problem = _misused(args)
+    if problem:
+        raise InputError(error("TJC-USAGE", problem))
     if args.passthrough:
         return passthrough_cmd.run(args, _ssh_keys(args.mpi_ssh_key))
     sources = SourceFiles(args.paths)
@@ -261,18 +270,38 @@ def report(diagnostics: list[Diagnostic], *, quiet: bool) -> None:
 
 
 def _writer(args: argparse.Namespace) -> outdir.DirWriter | None:
-    if args.dry_run and not args.output_dir:
-        raise InputError(error("TJC-USAGE", "--dry-run needs --output-dir"))
     if not args.output_dir:
         return None
-    return outdir.DirWriter(Path(args.output_dir), args.output, outdir.inputs_key(args.paths),
-                            dry_run=args.dry_run, private=bool(args.mpi_ssh_key))
+    return outdir.DirWriter(Path(args.output_dir), args.output, args.paths,
+                            dry_run=args.dry_run, check=args.check,
+                            private=bool(args.mpi_ssh_key))
+
+
+def _misused(args: argparse.Namespace) -> str | None:
+    """Why --dry-run or --check cannot be used as given, or None."""
+    for flag, given in (("--dry-run", args.dry_run), ("--check", args.check)):
+        if given and not args.output_dir:
+            return f"{flag} needs --output-dir"
+    if args.dry_run and args.check:
+        return "--check already writes nothing; leave out --dry-run"
+    if args.check and args.mpi_ssh_key == "generate":
+        return "--check with --mpi-ssh-key generate never matches (new keys every run); " \
+            "use --mpi-ssh-key FILE"
+    return None
 
 
 def _finish(writer: outdir.DirWriter) -> list[Diagnostic]:
-    """Prune and record; on a dry run, list what would be written and deleted."""
+    """Prune and record; on a dry run, list what would be written and deleted; with --check,
+    what would be created, changed or deleted, and an error when anything would."""
     found = writer.close()
-    if writer.dry_run:
+    if writer.check:
+        for verb, rel in writer.plan.stale:
+            sys.stdout.write(f"would {verb} {writer.root / rel}\n")
+        if writer.plan.stale:
+            found.append(error("TJC-OUTPUT-STALE", f"{len(writer.plan.stale)} file(s) in "
+                               f"{writer.root} are not what this render writes; render "
+                               "again without --check and commit the result").at(writer.where))
+    elif writer.dry_run:
         for rel in writer.plan.written:
             sys.stdout.write(f"would write {writer.root / rel}\n")
         for rel in writer.plan.deleted:
