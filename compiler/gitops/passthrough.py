@@ -17,7 +17,7 @@ from compiler.common.diagnostics import Diagnostic, Severity
 from compiler.core.context import CompileOptions
 from compiler.core.resolve import RuntimeKey
 from compiler.io import toolfiles
-from compiler.io.inputs import RuntimeEntry, kind_of, runtime_table
+from compiler.io.inputs import RuntimeEntry, is_jobset, kind_of, runtime_table
 from compiler.io.loader import Document, Source, iter_source
 from compiler.render.pipeline import render_one
 from compiler.validate.documents import Names, Validator
@@ -69,7 +69,10 @@ def transform(sources: Sequence[Source], builtin: Sequence[Document] = (),
                 yield Item(None, [doc])
                 continue
             kind = kind_of(doc)
-            if isinstance(kind, Diagnostic):
+            if is_jobset(doc):  # passed through; the packs' JobSet rules still apply
+                found = validator.jobset_document(doc) if validator is not None else []
+                yield Item(doc.data, [d for d in found if d.rule != "TJC-INPUT-SKIPPED"], doc)
+            elif isinstance(kind, Diagnostic):
                 yield _other(doc, kind)
             elif kind == "TrainJob":
                 met = Names.key(doc)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from compiler.common.diagnostics import Diagnostic, Severity, error
 from compiler.common.jsondata import Obj
 from compiler.core.compile import PreparedRuntime, prepare_runtime
+from compiler.core.context import JOBSET_API
 from compiler.core.resolve import RUNTIME_KINDS, RuntimeKey, runtime_key
 from compiler.io import toolfiles
 from compiler.io.loader import Document, Source, SourceFiles, iter_source
@@ -136,9 +137,19 @@ def _add_runtime(table: dict[RuntimeKey, RuntimeEntry], doc: Document) -> list[D
                        "overrides the built-in runtime", name).at(doc.locate(name))]
 
 
+JOBSET = "JobSet"
+
+
+def is_jobset(doc: Document) -> bool:
+    """Whether a document is a JobSet written in the inputs (not compiled from a TrainJob):
+    the packs' JobSet rules apply to it as to a compiled one."""
+    return doc.data.get("kind") == JOBSET and doc.data.get("apiVersion") == JOBSET_API[0]
+
+
 def classified(sources: Iterable[Source]) -> Iterator[tuple[Document, str] | Diagnostic]:
-    """Each document of the sources with its kind (TrainJob or a runtime kind), in input
-    order; a diagnostic for each document that is broken, of an unknown kind or skipped."""
+    """Each document of the sources with its kind (TrainJob, a runtime kind, or JobSet), in
+    input order; a diagnostic for each document that is broken, of an unknown kind or
+    skipped."""
     for source in sources:
         tool_file = toolfiles.skipped(source)
         if tool_file is not None:
@@ -146,7 +157,9 @@ def classified(sources: Iterable[Source]) -> Iterator[tuple[Document, str] | Dia
             continue
         for doc in iter_source(source):
             kind = doc if isinstance(doc, Diagnostic) else kind_of(doc)
-            if isinstance(kind, Diagnostic):
+            if isinstance(doc, Document) and is_jobset(doc):
+                yield doc, JOBSET  # not tjc's kind, but the policies meet it
+            elif isinstance(kind, Diagnostic):
                 yield _template(kind, source)
             elif isinstance(doc, Document):
                 yield doc, kind

@@ -127,7 +127,7 @@ class PolicySet:
             found += self._evaluate(pack, rules, prune(full, pack.reads))
         if not found:
             return found
-        owner = trainjob if kind == "JobSet" else obj
+        owner = trainjob if kind == "JobSet" and trainjob is not None else obj
         meta = (owner or {}).get("metadata")
         meta = meta if isinstance(meta, dict) else {}
         if not self.exemptions.entries and not _annotated(meta):

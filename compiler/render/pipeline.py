@@ -18,10 +18,10 @@ from compiler.common.diagnostics import Diagnostic, refused
 from compiler.core.compile import compile_defaulted, compile_trainjob
 from compiler.core.context import CompileOptions
 from compiler.core.resolve import RuntimeKey, not_found, wanted_key
-from compiler.io.inputs import RuntimeEntry, classified, runtime_table
+from compiler.io.inputs import JOBSET, RuntimeEntry, classified, runtime_table
 from compiler.io.loader import Document, Source
 from compiler.kube.defaults import apply_defaults
-from compiler.validate.documents import Validator
+from compiler.validate.documents import Validator, skipped_jobset
 
 if TYPE_CHECKING:
     from compiler.policy.check import PolicyChecker
@@ -72,6 +72,9 @@ def render_source(source: Source, table: dict[RuntimeKey, RuntimeEntry],
     for item in classified([source]):
         if isinstance(item, Diagnostic):
             yield item
+        elif item[1] == JOBSET:  # skipped, but its policies still count
+            yield from validator.jobset_document(item[0]) if validator is not None \
+                else [skipped_jobset(item[0])]
         elif item[1] == "TrainJob":
             yield render_one(item[0], table, validator, options)
         elif validator is not None:

@@ -35,7 +35,7 @@ from compiler.core.resolve import (
     runtime_key,
     wanted_key,
 )
-from compiler.io.inputs import RuntimeEntry, classified, runtime_table
+from compiler.io.inputs import JOBSET, RuntimeEntry, classified, runtime_table
 from compiler.io.loader import Document, Source, iter_source
 from compiler.kube import podresources, podvolumes
 from compiler.validate import quirks
@@ -149,6 +149,13 @@ class Validator:
             located += self.policies.document(doc, trainjob)
         return located, checked.data
 
+    def jobset_document(self, doc: Document) -> list[Diagnostic]:
+        """A JobSet written in the inputs: the packs' JobSet rules, as a compiled JobSet meets
+        them (without policies, only the notice that tjc does not check it otherwise)."""
+        if self.policies is None:
+            return [skipped_jobset(doc)]
+        return self.policies.document(doc, doc.data)
+
     def compiled(self, doc: Document, trainjob: Obj, entry: RuntimeEntry,
                  objects: Sequence[Obj]) -> list[Diagnostic]:
         """Policy diagnostics of the JobSet compiled from a valid TrainJob and its runtime."""
@@ -192,6 +199,13 @@ class Validator:
         ...), located as render locates them; its warnings are the quirks' already."""
         return [d.at((entry.doc if d.subject == "runtime" else doc).locate(d.path))
                 for d in compiled.diagnostics if d.severity is Severity.ERROR]
+
+
+def skipped_jobset(doc: Document) -> Diagnostic:
+    """The notice for a JobSet in the inputs when no policy checks it."""
+    return Diagnostic(Severity.NOTICE, "TJC-INPUT-SKIPPED", "skipped JobSet "
+                      f"({doc.data.get('apiVersion')}): not a Kubeflow Trainer kind").at(
+        doc.locate())
 
 
 def validate_stream(sources: Iterable[Source], builtin: Sequence[Document] = (),
@@ -270,6 +284,8 @@ def _validate_item(validator: Validator, item: tuple[Document, str] | Diagnostic
                    ) -> list[Diagnostic]:
     if isinstance(item, Diagnostic):
         return [item]
+    if item[1] == JOBSET:
+        return validator.jobset_document(item[0])
     if item[1] == "TrainJob":
         met = Names.key(item[0])
         if met is not None:
