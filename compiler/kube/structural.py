@@ -15,7 +15,6 @@ walk with defaulting and the full schema check in the same pass. Pure.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 from typing import Any
 
@@ -53,6 +52,8 @@ def unknown_field(name: str, known: Iterable[str], path: Path, subject: str) -> 
     """The warning for a field the schema does not declare, with the declared field it most
     likely means (`numNode`: `numNodes`); admission makes it an error under strict field
     validation (`field_validation`)."""
+    import difflib  # only when a field is unknown: start-up imports stay few
+
     close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.75) \
         if isinstance(name, str) else []
     hint = f" (did you mean {close[0]!r}?)" if close else ""

@@ -11,7 +11,6 @@ values and a message, with the declared name it most likely means. Pure; called 
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -65,6 +64,8 @@ def unknown_ids(given: Iterable[tuple[tuple[str | int, ...], str]], known: set[s
 
 
 def _hint(name: str, known: Iterable[str]) -> str:
+    import difflib  # only for a mistake: start-up imports stay few
+
     close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.75)
     return f" (did you mean {close[0]!r}?)" if close else ""
 

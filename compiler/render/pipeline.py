@@ -21,7 +21,7 @@ from compiler.core.resolve import RuntimeKey, not_found, wanted_key
 from compiler.io.inputs import JOBSET, RuntimeEntry, classified, runtime_table
 from compiler.io.loader import Document, Source
 from compiler.kube.defaults import apply_defaults
-from compiler.validate.documents import Validator, skipped_jobset
+from compiler.validate.documents import Names, Validator, skipped_jobset
 
 if TYPE_CHECKING:
     from compiler.policy.check import PolicyChecker
@@ -52,8 +52,11 @@ def render_stream(sources: Iterable[Source], builtin: Sequence[Document] = (),
     table, notes = runtime_table(sources, builtin)
     yield from notes
     validator = Validator(table, policies=policies) if validate else None
+    names = Names()
     for source in sources:
         for item in render_source(source, table, validator, options):
+            if isinstance(item, JobResult):
+                _meet(names, item)
             if policies is None:
                 yield item
             elif isinstance(item, JobResult):
@@ -61,6 +64,15 @@ def render_stream(sources: Iterable[Source], builtin: Sequence[Document] = (),
                 yield item
             else:
                 yield from policies.once([item])
+
+
+def _meet(names: Names, result: JobResult) -> None:
+    """A second TrainJob of one namespace and name gets no objects, as in validate."""
+    met = Names.key(result.trainjob)
+    again = names.meet([met]) if met is not None else []
+    if again:
+        result.objects = []
+        result.diagnostics += again
 
 
 def render_source(source: Source, table: dict[RuntimeKey, RuntimeEntry],
