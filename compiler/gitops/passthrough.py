@@ -4,7 +4,9 @@
 This is what a render step inside a pipeline needs (`kustomize build . | tjc render
 --passthrough -`, a Helm post-renderer, the KRM function): the ConfigMaps, Namespaces and RBAC
 of the same application go through untouched, runtimes too (the cluster needs them as well).
-A TrainJob with errors yields no objects (the caller fails). Pure: sources in, items out.
+A TrainJob with errors yields no objects (the caller fails). With a `placement` (the
+namespace the stream is applied into), TrainJobs and TrainingRuntimes are compiled as placed
+there (`compiler.io.placement`), and pass through as they came. Pure: sources in, items out.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from compiler.core.resolve import RuntimeKey
 from compiler.io import toolfiles
 from compiler.io.inputs import RuntimeEntry, kind_of, runtime_table
 from compiler.io.loader import Document, Source, iter_source
+from compiler.io.placement import Placement, placed
 from compiler.render.pipeline import render_one
 from compiler.validate.documents import Names, Validator
 
@@ -45,6 +48,7 @@ class PassOptions:
     validate: bool = True
     compile: CompileOptions | None = None
     policies: PolicyChecker | None = None
+    placement: Placement | None = None  # the namespace the stream is applied into
 
 
 def transform(sources: Sequence[Source], builtin: Sequence[Document] = (),
@@ -52,7 +56,7 @@ def transform(sources: Sequence[Source], builtin: Sequence[Document] = (),
     """Each input resource in input order, TrainJobs expanded; loose diagnostics (broken
     documents, the runtimes' own problems) come as items without an object."""
     opts = opts or PassOptions()
-    table, notes = runtime_table(sources, builtin)
+    table, notes = runtime_table(sources, builtin, opts.placement)
     if notes:
         yield Item(None, notes)
     validator = Validator(table, policies=opts.policies) if opts.validate else None
@@ -69,15 +73,19 @@ def transform(sources: Sequence[Source], builtin: Sequence[Document] = (),
             kind = kind_of(doc)
             if isinstance(kind, Diagnostic):
                 yield _other(doc, kind)
+                continue
+            here = placed(doc, opts.placement)
+            if isinstance(here, Diagnostic):  # of another namespace: refused, as kubectl does
+                yield Item(None, [here], doc)
             elif kind == "TrainJob":
-                met = Names.key(doc)
+                met = Names.key(here)
                 again = names.meet([met]) if met is not None else []
                 if again:  # a second TrainJob of one namespace and name: no objects
                     yield Item(None, again, doc)
                 else:
-                    yield from _trainjob(doc, table, validator, opts)
+                    yield from _trainjob(doc, here, table, validator, opts)
             else:
-                found = validator.runtime(doc).diagnostics if validator else []
+                found = validator.runtime(here).diagnostics if validator else []
                 if opts.policies is not None:
                     found = opts.policies.once(found)
                 yield Item(doc.data, found, doc)
@@ -90,9 +98,10 @@ def _other(doc: Document, why: Diagnostic) -> Item:
     return Item(None, [why], doc)
 
 
-def _trainjob(doc: Document, table: dict[RuntimeKey, RuntimeEntry], validator: Validator | None,
-              opts: PassOptions) -> Iterator[Item]:
-    result = render_one(doc, table, validator, opts.compile)
+def _trainjob(doc: Document, here: Document, table: dict[RuntimeKey, RuntimeEntry],
+              validator: Validator | None, opts: PassOptions) -> Iterator[Item]:
+    """The TrainJob as it came (`keep_trainjobs`), then the objects of it as placed (`here`)."""
+    result = render_one(here, table, validator, opts.compile)
     if opts.policies is not None:
         result.diagnostics = opts.policies.once(result.diagnostics)
     if opts.keep_trainjobs:
