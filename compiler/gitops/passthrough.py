@@ -75,8 +75,8 @@ def transform(sources: Sequence[Source], builtin: Sequence[Document] = (),
                 yield _other(doc, kind)
                 continue
             here = placed(doc, opts.placement)
-            if isinstance(here, Diagnostic):  # of another namespace: refused, as kubectl does
-                yield Item(None, [here], doc)
+            if isinstance(here, Diagnostic):  # of another namespace: an error, as kubectl's
+                yield from _refused(doc, kind, here, opts)
             elif kind == "TrainJob":
                 met = Names.key(here)
                 again = names.meet([met]) if met is not None else []
@@ -96,6 +96,17 @@ def _other(doc: Document, why: Diagnostic) -> Item:
     if why.rule == SKIPPED or why.severity is not Severity.ERROR:
         return Item(doc.data, [], doc)
     return Item(None, [why], doc)
+
+
+def _refused(doc: Document, kind: str, why: Diagnostic, opts: PassOptions) -> Iterator[Item]:
+    """A document placed in another namespace than its own passes as one with errors does:
+    a runtime as it came, a TrainJob only when kept, and no objects for it."""
+    if kind != "TrainJob":
+        yield Item(doc.data, [why], doc)
+        return
+    if opts.keep_trainjobs:
+        yield Item(doc.data, [], doc)
+    yield Item(None, [why], doc)
 
 
 def _trainjob(doc: Document, here: Document, table: dict[RuntimeKey, RuntimeEntry],
