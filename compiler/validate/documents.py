@@ -215,9 +215,9 @@ Met = tuple[tuple[str, str, str], Location]
 class Names:
     """The TrainJobs of one run by namespace and name, in input order: a second one with the
     same pair is an error (applied, one would replace the other; `render --output-dir` keeps
-    only the first). One without a namespace gets it where it is applied (a GitOps
-    application's folder), so it meets only those of its own folder. A worker reports what
-    it met (`Validator.met`); the parent meets them."""
+    only the first). One without a namespace (and not placed in one: `--namespace`) gets it
+    where it is applied (a GitOps application's folder), so it meets only those of its own
+    folder. A worker reports what it met (`Validator.met`); the parent meets them."""
 
     def __init__(self) -> None:
         self.first: dict[tuple[str, str, str], Location] = {}
