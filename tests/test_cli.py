@@ -181,3 +181,145 @@ def test_mpi_secret_only_on_request(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert secret["type"] == "kubernetes.io/ssh-auth" and secret["immutable"] is True
     code, _, err = run(["render", str(job), "--mpi-ssh-key", str(tmp_path / "nokey")], capsys)
     assert code == 2 and "cannot read SSH key" in err
+
+
+# --- --namespace: the namespace the inputs are applied into -------------------------------
+
+FLUX_RUNTIME = """\
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: ClusterTrainingRuntime
+metadata:
+  name: flux-distributed
+spec:
+  mlPolicy:
+    numNodes: 1
+    flux:
+      numProcPerNode: 2
+  template:
+    spec:
+      replicatedJobs:
+        - name: node
+          template:
+            metadata:
+              labels:
+                trainer.kubeflow.org/trainjob-ancestor-step: trainer
+            spec:
+              template:
+                spec:
+                  containers:
+                    - name: node
+                      image: ubuntu:jammy
+"""
+FLUX_TRAINJOB = """\
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata:
+  name: lammps
+{namespace}  uid: 3f1e2d4c-5b6a-4789-9abc-def012345678
+spec:
+  runtimeRef:
+    name: flux-distributed
+  trainer:
+    numNodes: 2
+    command: ["lmp", "-in", "in.reaxff.hns"]
+"""
+CONNECT = 'default_connect = \\"tcp://%h.lammps.{}.svc.cluster.local:%p\\"'
+
+
+def flux_files(folder: Path, namespace: str | None) -> list[str]:
+    """The Flux runtime and a TrainJob, with `namespace` or without one."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "runtime.yaml").write_text(FLUX_RUNTIME)
+    line = f"  namespace: {namespace}\n" if namespace else ""
+    (folder / "job.yaml").write_text(FLUX_TRAINJOB.format(namespace=line))
+    return [str(folder / "runtime.yaml"), str(folder / "job.yaml")]
+
+
+def test_namespace_places_a_trainjob_that_names_none(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A Flux TrainJob without a namespace, rendered --namespace hpc, is the same TrainJob
+    with namespace: hpc (the broker address and every object's namespace); so with
+    --default-namespace and in two worker processes."""
+    named = flux_files(tmp_path / "named", "hpc")
+    code, want, err = run(["render", "-q", "--no-default-policies", *named], capsys)
+    assert code == 0, err
+    assert CONNECT.format("hpc") in want
+    assert {d["metadata"]["namespace"] for d in yaml.safe_load_all(want)} == {"hpc"}
+    bare = flux_files(tmp_path / "bare", None)
+    for flags in (["--namespace", "hpc"], ["-n", "hpc"], ["--default-namespace", "hpc"],
+                  ["--namespace", "hpc", "-j", "2"]):
+        code, out, err = run(["render", "-q", "--no-default-policies", *flags, *bare], capsys)
+        assert (code, out, err) == (0, want, ""), flags
+
+
+def test_namespace_places_training_runtimes_too(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A TrainingRuntime and a TrainJob without namespaces are both in NS (the TrainJob uses
+    it); a TrainingRuntime of namespace default is not the TrainJob's, which is in NS."""
+    runtime = yaml.safe_load((ROOT / "runtimes" / "torch-distributed.yaml").read_text())
+    runtime["kind"] = "TrainingRuntime"
+    runtime["metadata"] = {"name": "mine"}
+    (tmp_path / "runtime.yaml").write_text(yaml.safe_dump(runtime))
+    job = tmp_path / "job.yaml"
+    job.write_text(TRAINJOB.format(name="x", runtime="mine\n    kind: TrainingRuntime", nodes=2)
+                   .replace("  namespace: default\n", ""))
+    code, out, err = run(["render", "-q", "--no-default-policies", "--namespace", "team-a",
+                          str(tmp_path)], capsys)
+    assert code == 0, err
+    assert yaml.safe_load(out)["metadata"] == {"name": "x", "namespace": "team-a"}
+    runtime["metadata"]["namespace"] = "default"
+    (tmp_path / "runtime.yaml").write_text(yaml.safe_dump(runtime))
+    code, out, err = run(["render", "--no-default-policies", "--default-namespace", "team-a",
+                          str(tmp_path)], capsys)
+    assert code == 1 and out == ""
+    assert f"{job}:7:5: error: TrainJob team-a/x: spec.runtimeRef: " in err
+    assert "exists in namespace default" in err
+
+
+def test_namespace_refuses_a_trainjob_of_another_namespace(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """As kubectl apply -n hpc: an error at metadata.namespace, no objects; validate says the
+    same; --default-namespace (as Argo CD and Helm apply) keeps the TrainJob's own."""
+    files = flux_files(tmp_path, "other")
+    line = (f"{files[1]}:5:14: error: TrainJob other/lammps: metadata.namespace: namespace "
+            "other does not match hpc, the namespace the inputs are applied into (--namespace)")
+    code, out, err = run(["render", "-q", "--no-default-policies", "--namespace", "hpc",
+                          *files], capsys)
+    assert (code, out) == (1, "")
+    assert err.startswith(line) and err.rstrip().endswith("[TJC-INPUT-NAMESPACE-MISMATCH]")
+    code, out, _ = run(["validate", "--no-default-policies", "--namespace", "hpc", *files],
+                       capsys)
+    assert code == 1 and out.startswith(line)
+    code, out, err = run(["render", "-q", "--no-default-policies", "--default-namespace", "hpc",
+                          *files], capsys)
+    assert code == 0, err
+    assert CONNECT.format("other") in out
+    code, out, err = run(["render", "-q", "--no-default-policies", "--default-namespace", "hpc",
+                          "--namespace", "hpc", *files], capsys)  # the last one given counts
+    assert (code, out) == (1, "") and err.startswith(line)
+    with pytest.raises(SystemExit) as exc:
+        main(["render", "--namespace", "Not_A_Namespace", *files])
+    assert exc.value.code == 2
+    assert "'Not_A_Namespace' is not a namespace name" in capsys.readouterr().err
+
+
+def test_a_flux_trainjob_without_a_namespace_needs_one(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Its broker address names the namespace: without metadata.namespace or --namespace it
+    is an error at metadata, in render and validate alike (it was `tcp://%h.lammps..svc`).
+    A TrainJob whose objects name no namespace still renders without one."""
+    files = flux_files(tmp_path, None)
+    line = (f"{files[1]}:4:3: error: TrainJob lammps: metadata: this Flux TrainJob has no "
+            "namespace, but its broker config names it")
+    code, out, err = run(["render", "-q", "--no-default-policies", *files], capsys)
+    assert (code, out) == (1, "")
+    assert err.startswith(line) and "set metadata.namespace" in err and "--namespace" in err
+    assert err.rstrip().endswith("[TJC-FLUX-NO-NAMESPACE]")
+    code, out, _ = run(["validate", "--no-default-policies", *files], capsys)
+    assert code == 1 and out.startswith(line)
+    torch = tmp_path / "torch.yaml"
+    torch.write_text(TRAINJOB.format(name="t", runtime="torch-distributed", nodes=2)
+                     .replace("  namespace: default\n", ""))
+    code, out, err = run(["render", "-q", "--no-default-policies", str(torch)], capsys)
+    assert code == 0, err
+    assert all("namespace" not in d["metadata"] for d in yaml.safe_load_all(out))

@@ -98,6 +98,32 @@ def test_passthrough_and_output_dir_do_not_mix(
     assert code == 2 and "--keep-trainjobs needs --passthrough" in err
 
 
+def test_passthrough_renders_in_the_namespace_and_passes_the_inputs_as_they_came(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """--namespace ml: the objects of a TrainJob without a namespace are in ml, the kept
+    TrainJob (and what tjc does not own) comes out as it came; a TrainJob of another
+    namespace is refused, as kubectl apply -n refuses it."""
+    bare = trainjob()
+    del bare["metadata"]["namespace"]
+    other_cm = {**CONFIGMAP, "metadata": {"name": "cfg", "namespace": "elsewhere"}}
+    code, out, err = run(["render", "--passthrough", "--keep-trainjobs", "--namespace", "ml",
+                          "--no-default-policies", "-"], capsys, monkeypatch,
+                         stream(other_cm, bare))
+    assert code == 0, err
+    docs = list(yaml.safe_load_all(out))
+    assert docs[:2] == [other_cm, bare]
+    assert docs[2]["kind"] == "JobSet" and docs[2]["metadata"] == {"name": "mnist",
+                                                                   "namespace": "ml"}
+    code, out, err = run(["render", "--passthrough", "--namespace", "team-b",
+                          "--no-default-policies", "-"], capsys, monkeypatch,
+                         stream(bare, trainjob("b")))
+    assert code == 1
+    assert [(d["kind"], d["metadata"]) for d in yaml.safe_load_all(out)] == [
+        ("JobSet", {"name": "mnist", "namespace": "team-b"})]
+    assert "<stdin>:" in err and "error: TrainJob ml/b: metadata.namespace: namespace ml " \
+        "does not match team-b" in err and "[TJC-INPUT-NAMESPACE-MISMATCH]" in err
+
+
 # --- folders that kustomize or Helm build ------------------------------------------------
 
 def test_a_folder_with_a_kustomization_renders(
@@ -229,6 +255,43 @@ def test_krm_keep_trainjobs_from_the_function_config(
     assert "annotations" not in items[1]["metadata"]
 
 
+def test_krm_namespace_from_the_function_config(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """spec.namespace places the items as tjc render --namespace does (another namespace is
+    an error result at metadata.namespace); spec.defaultNamespace keeps a TrainJob's own."""
+    bare = annotated(trainjob(), "base/job.yaml", 0)
+    del bare["metadata"]["namespace"]
+    other = annotated(trainjob("b"), "base/b.yaml", 0)
+    spec: dict[str, Any] = {"keepTrainJobs": True, "defaultPolicies": False,
+                            "namespace": "team-a"}
+    config = {"kind": "RenderTrainJobs", "spec": spec}
+    code, out, err = run(["krm"], capsys, monkeypatch, resource_list([bare, other], config))
+    assert code == 1
+    result = yaml.safe_load(out)
+    assert [(i["kind"], i["metadata"].get("namespace")) for i in result["items"]] == [
+        ("TrainJob", None), ("JobSet", "team-a"), ("TrainJob", "ml")]
+    assert result["items"][0] == bare
+    problem = next(r for r in result["results"] if r["severity"] == "error")
+    assert problem["tags"] == {"rule": "TJC-INPUT-NAMESPACE-MISMATCH"}
+    assert problem["field"] == {"path": "metadata.namespace"}
+    assert problem["resourceRef"]["namespace"] == "ml"
+    assert problem["file"] == {"path": "base/b.yaml", "index": 0}
+    assert "base/b.yaml: error: TrainJob ml/b: metadata.namespace: namespace ml does not " \
+        "match team-a" in err
+    del spec["namespace"]
+    spec["defaultNamespace"] = "team-a"
+    code, out, err = run(["krm"], capsys, monkeypatch, resource_list([bare, other], config))
+    assert code == 0, err
+    assert [(i["kind"], i["metadata"].get("namespace")) for i in yaml.safe_load(out)[
+        "items"]] == [("TrainJob", None), ("JobSet", "team-a"), ("TrainJob", "ml"),
+                      ("JobSet", "ml")]
+    for wrong, message in (({"namespace": "a", "defaultNamespace": "a"}, "not both"),
+                           ({"namespace": "Team_A"}, "namespace must be a namespace name")):
+        code, out, err = run(["krm"], capsys, monkeypatch,
+                             resource_list([bare], {"kind": "X", "spec": wrong}))
+        assert code == 2 and message in err and out == ""
+
+
 # --- tjc diff -----------------------------------------------------------------------------
 
 def write_jobs(folder: Path, *jobs: dict[str, Any]) -> Path:
@@ -345,6 +408,38 @@ def test_the_custom_runtime_example_gangs_its_pods(
     pod = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
     assert pod["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] == "resnet50"
     assert pod["spec"]["nodeSelector"] == {"pool": "gpu-a100"}
+
+
+def test_the_argocd_plugin_passes_the_destination_namespace(tmp_path: Path) -> None:
+    """The generate command, with stand-ins for tjc and kustomize that print their arguments:
+    the Application's destination namespace (ARGOCD_APP_NAMESPACE) is --default-namespace
+    (Argo CD applies what names no namespace there, and the rest into its own); none without
+    one; TJC_ARGS come after it (a --namespace there counts: the last one given)."""
+    plugin = yaml.safe_load((ROOT / "deploy" / "argocd" / "plugin.yaml").read_text())
+    generate = plugin["spec"]["generate"]
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("tjc", "kustomize"):
+        (bin_dir / tool).write_text(f"#!/bin/sh\ncat >/dev/null\necho {tool} \"$@\"\n")
+        (bin_dir / tool).chmod(0o755)
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "job.yaml").write_text(stream(trainjob()))
+    path = {"PATH": f"{bin_dir}:/usr/bin:/bin"}
+
+    def generated(**env: str) -> str:
+        done = subprocess.run([*generate["command"], *generate.get("args", [])], cwd=app,
+                              env={**path, **env}, stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, check=True)
+        return done.stdout.strip()
+
+    assert generated(ARGOCD_APP_NAMESPACE="ml-team") == \
+        "tjc render --passthrough --quiet --default-namespace=ml-team ."
+    assert generated() == generated(ARGOCD_APP_NAMESPACE="") == \
+        "tjc render --passthrough --quiet ."
+    (app / "kustomization.yaml").write_text("resources: [job.yaml]\n")
+    assert generated(ARGOCD_APP_NAMESPACE="ml-team", ARGOCD_ENV_TJC_ARGS="--namespace ml-team") \
+        == "tjc render --passthrough --quiet --default-namespace=ml-team --namespace ml-team -"
 
 
 # --- the images -----------------------------------------------------------------------------

@@ -21,6 +21,8 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.test_cli import CONNECT, flux_files
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 ARGOCD = ROOT / "deploy" / "argocd"
@@ -126,6 +128,17 @@ def test_helm_post_renderer_is_tjc_itself_with_args(tools: Path) -> None:
                                         "-")]], env_with(tools))
     assert done.returncode == 0, done.stderr
     assert [d["kind"] for d in docs(done.stdout)] == ["ConfigMap", "TrainJob", "JobSet"]
+
+
+def test_helm_post_renderer_with_the_release_namespace(tools: Path) -> None:
+    """Helm gives a post-renderer no namespace: the chart's TrainJob names none, and
+    --default-namespace (as Helm applies) puts its objects in the release's."""
+    done = sh(["helm", "template", "demo", str(EXAMPLES / "helm-chart"), "-n", "team-a",
+               "--post-renderer", str(ROOT / "deploy" / "helm" / "tjc-post-renderer"),
+               "--post-renderer-args", "--default-namespace=team-a"], env_with(tools))
+    assert done.returncode == 0, done.stderr
+    assert [(d["kind"], d["metadata"].get("namespace")) for d in docs(done.stdout)] == [
+        ("ConfigMap", None), ("JobSet", "team-a")]
 
 
 # --- Argo CD: the plugin's commands, run as the cmp-server runs them -----------------------
@@ -340,6 +353,24 @@ def test_argocd_cmp_server_reports_tjc_errors(tools: Path, cmp_server: Path,
     (tmp_path / "empty" / "notes.yaml").write_text("a: 1\n")
     done = repo_generate(tools, cmp_server, tmp_path, "empty")
     assert done.returncode == 1 and "could not find plugin supporting" in done.stderr
+
+
+def test_argocd_cmp_server_renders_in_the_destination_namespace(
+        tools: Path, cmp_server: Path, tmp_path: Path) -> None:
+    """A Flux TrainJob and its runtime without namespaces, in an Application whose
+    destination namespace is ml-team: its broker address and objects name ml-team (without
+    it, the address would have no namespace)."""
+    repo = tmp_path / "repo"
+    flux_files(repo / "hpc", None)
+    done = repo_generate(tools, cmp_server, repo, "hpc", "-plugin", "tjc-v1",
+                         "-env", "TJC_ARGS=--skip images")
+    assert done.returncode == 0, done.stderr
+    out = docs(done.stdout)
+    # files in name order: job.yaml (the TrainJob), then runtime.yaml
+    assert [(d["kind"], d["metadata"].get("namespace")) for d in out] == [
+        ("ConfigMap", "ml-team"), ("Secret", "ml-team"), ("JobSet", "ml-team"),
+        ("ClusterTrainingRuntime", None)]
+    assert CONNECT.format("ml-team").replace("\\", "") in out[0]["data"]["init.sh"]
 
 
 def test_the_krm_wrapper_takes_kpt_style_config(tools: Path) -> None:

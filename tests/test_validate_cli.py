@@ -155,6 +155,33 @@ def test_runtime_options_and_usage(tmp_path: Path, capsys: pytest.CaptureFixture
     assert code == 2 and "cannot read" in err
 
 
+def test_namespace_reaches_previous_versions_and_extra_runtimes(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """With --namespace hpc, a previous version and a --runtimes TrainingRuntime without a
+    namespace are in hpc, as the inputs are: the immutable runtimeRef is checked against the
+    old version, and the runtime resolves."""
+    bare = GOOD.replace("  namespace: default\n", "")
+    (tmp_path / "old.yaml").write_text(bare)
+    changed = tmp_path / "new.yaml"
+    changed.write_text(GOOD.replace("namespace: default", "namespace: hpc")
+                       .replace("torch-distributed", "jax-distributed"))
+    base = ["validate", "--no-default-policies", str(changed), "--against",
+            str(tmp_path / "old.yaml")]
+    assert run(base, capsys)[0] == 0  # old is in namespace default: another TrainJob
+    code, out, _ = run([*base, "--namespace", "hpc"], capsys)
+    assert code == 1 and "spec.runtimeRef" in out and "immutable" in out
+    runtime = yaml.safe_load((Path(__file__).parent.parent / "runtimes" /
+                              "torch-distributed.yaml").read_text())
+    runtime.update(kind="TrainingRuntime", metadata={"name": "mine"})
+    (tmp_path / "rt.yaml").write_text(yaml.safe_dump(runtime))
+    job = tmp_path / "job.yaml"
+    job.write_text(bare.replace("name: torch-distributed", "name: mine\n    kind: "
+                                "TrainingRuntime"))
+    code, out, _ = run(["validate", "--no-default-policies", str(job), "--runtimes",
+                        str(tmp_path / "rt.yaml"), "--namespace", "hpc"], capsys)
+    assert (code, out) == (0, "")
+
+
 def test_render_refuses_invalid_trainjobs(files: dict[str, Path],
                                           capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(["render", str(files["bad"]), str(files["good"])], capsys)

@@ -34,6 +34,8 @@ functionConfig options (a ConfigMap's data, or the spec of any kind):
   policies: [DIR, ...]     also apply the packs of these folders
   skip: [RULE, ...]        rules or packs not to apply
   policyValues: {...}      settings of the packs (e.g. resources: {maxNumNodes: 16})
+  namespace: NS            the items are applied into NS (tjc render --namespace)
+  defaultNamespace: NS     ... only those without a namespace (tjc render --default-namespace)
 
 examples:
   kustomize build --enable-alpha-plugins --enable-exec overlays/prod
@@ -64,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     opts = PassOptions(keep_trainjobs=cfg.keep_trainjobs, validate=cfg.validate,
                        compile=CompileOptions(), policies=_policies(cfg),
-                       fields=cfg.field_validation)
+                       fields=cfg.field_validation, placement=cfg.placement)
     builtin = builtin_runtimes() if cfg.builtin_runtimes else ()
     outcome = krm.run(items, opts, builtin)
     if opts.policies is not None and opts.policies.policies.errors:

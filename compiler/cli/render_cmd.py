@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from compiler.cli import fieldopts, jobs, outdir, passthrough_cmd, policy_opts
+from compiler.cli import fieldopts, jobs, namespace_opt, outdir, passthrough_cmd, policy_opts
 from compiler.common.diagnostics import Diagnostic, Location, Severity, error, has_errors
 from compiler.common.errors import InputError
 from compiler.core.context import CompileOptions, SSHKeySource
@@ -31,6 +31,7 @@ examples:
   tjc render jobs/ --output-dir rendered/ --check     in CI: exit 1 unless the committed
                                                       rendered/ is what the render writes
   tjc render mpi-job.yaml --mpi-ssh-key generate  also emit the MPI SSH Secret (new keys)
+  tjc render jobs/ --namespace team-a           as kubectl apply -n team-a would place them
   tjc render jobs/ --policy team-policies/       enforce your own CUE packs too
   kustomize build overlays/prod | tjc render --passthrough -   everything, TrainJobs rendered
   helm template my-app chart/ --post-renderer tjc --post-renderer-args render \
@@ -69,6 +70,7 @@ def register(verbs: Any) -> None:
                         "without it no private key is ever printed")
     parser.add_argument("-q", "--quiet", action="store_true", help="do not print notices")
     fieldopts.add_argument(parser)
+    namespace_opt.add_arguments(parser)
     jobs.add_argument(parser)
     passthrough_cmd.add_arguments(parser)
     policy_opts.add_arguments(parser)
@@ -126,7 +128,7 @@ class Pipeline:
         self.args, self.sources = args, sources
         self.builtin = [] if args.no_builtin_runtimes else list(builtin_runtimes())
         first = sources if runtime_files is None else runtime_files
-        self.table, self.notes = runtime_table(first, self.builtin)
+        self.table, self.notes = runtime_table(first, self.builtin, args.placement)
         self.options = CompileOptions(ssh_keys=_ssh_keys(args.mpi_ssh_key))
         self.checker = None if args.no_validate else policy_opts.build(args)
         self.validator = self._validator()
@@ -139,7 +141,8 @@ class Pipeline:
     def with_runtimes(self, names: frozenset[str]) -> Pipeline:
         """A worker's pipeline with the runtimes of these input files too."""
         if names:
-            self.table, _ = runtime_table(self.sources.subset(names), self.builtin)
+            self.table, _ = runtime_table(self.sources.subset(names), self.builtin,
+                                          self.args.placement)
             self.validator = self._validator()
         return self
 
@@ -151,7 +154,7 @@ class Pipeline:
         """The events of these files in order, and the policy errors first met there."""
         events = [self._event(item) for i in indices
                   for item in render_source(self.sources[i], self.table, self.validator,
-                                            self.options)]
+                                            self.options, self.args.placement)]
         new = self.checker.policies.errors[self.reported:] if self.checker else []
         self.reported += len(new)
         return events, list(new)

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from compiler.cli import fieldopts, jobs, policy_opts
+from compiler.cli import fieldopts, jobs, namespace_opt, policy_opts
 from compiler.common.diagnostics import Diagnostic, Severity
 from compiler.core.resolve import RUNTIME_KINDS
 from compiler.io.loader import Document, SourceFiles, parse_source, read_sources
@@ -40,6 +40,7 @@ examples:
   tjc validate jobs/a.yaml --runtimes runtimes/  resolve runtimeRefs with your runtimes
   tjc validate jobs/a.yaml --repo-runtimes      ... with every runtime in the git repository
   tjc validate jobs/ --format github            GitHub Actions annotations
+  tjc validate app/ --namespace team-a          as applied into team-a (kubectl apply -n)
   tjc validate jobs/ --policy team-policies/ --policy-values limits.yaml
   tjc validate jobs/ --skip images.tag          all built-in packs but one rule
   tjc validate -j 4 jobs/                       in 4 processes (same report as -j 1)
@@ -70,6 +71,7 @@ def register(verbs: Any) -> None:
     parser.add_argument("-q", "--quiet", action="store_true",
                         help="do not report notices (exemptions used are still reported)")
     fieldopts.add_argument(parser)
+    namespace_opt.add_arguments(parser)
     jobs.add_argument(parser)
     policy_opts.add_arguments(parser)
     parser.set_defaults(func=run)
@@ -122,18 +124,19 @@ class Pipeline:
                  runtime_files: SourceFiles | None = None) -> None:
         from compiler.io.builtin import builtin_runtimes
         from compiler.io.inputs import runtime_table
+        from compiler.io.placement import in_namespace
         from compiler.validate.documents import previous_versions
 
         self.args, self.sources = args, sources
         self.builtin = [] if args.no_builtin_runtimes else list(builtin_runtimes())
         extra, unreadable = _extra_runtimes(args, sources)
-        self.builtin += extra
+        self.builtin += [in_namespace(doc, args.placement) for doc in extra]
         first = sources if runtime_files is None else runtime_files
-        self.table, self.notes = runtime_table(first, self.builtin)
+        self.table, self.notes = runtime_table(first, self.builtin, args.placement)
         self.notes[:0] = unreadable
         previous = read_sources(args.against) if args.against else []
         self.checker = policy_opts.build(args)
-        self.old, problems = previous_versions(previous)
+        self.old, problems = previous_versions(previous, args.placement)
         self.notes += problems
         self.validator = self._validator()
         self.reported = len(self.checker.policies.errors) if self.checker else 0
@@ -149,7 +152,8 @@ class Pipeline:
         from compiler.io.inputs import runtime_table
 
         if names:
-            self.table, _ = runtime_table(self.sources.subset(names), self.builtin)
+            self.table, _ = runtime_table(self.sources.subset(names), self.builtin,
+                                          self.args.placement)
             self.validator = self._validator()
         return self
 
@@ -175,7 +179,8 @@ class Pipeline:
         the TrainJobs met (for the parent's `Names`)."""
         from compiler.validate.documents import validate_source
 
-        found = [d for i in indices for d in validate_source(self.validator, self.sources[i])
+        found = [d for i in indices
+                 for d in validate_source(self.validator, self.sources[i], self.args.placement)
                  if d.subject != "policy" or self._first(d)]
         new = self.checker.policies.errors[self.reported:] if self.checker else []
         self.reported += len(new)

@@ -2,10 +2,12 @@
 
 Follows the KRM Functions Specification (kustomize's exec and container functions, kpt):
 every item comes out in order, each TrainJob replaced by (with `keepTrainJobs`, followed by)
-the objects Kubeflow Trainer would create; each diagnostic becomes a result with severity
-(error, warning, info), message, resourceRef, field path, the file the item came from (its
-`config.kubernetes.io/path` and `index` annotations) and the rule id as a tag. Pure: the CLI
-(`compiler.cli.krm_cmd`) reads and writes the streams and builds the policy set.
+the objects Kubeflow Trainer would create (with `namespace` or `defaultNamespace`, as placed
+in that namespace: `tjc render --namespace` or `--default-namespace`); each diagnostic becomes
+a result with severity (error, warning, info), message, resourceRef, field path, the file the
+item came from (its `config.kubernetes.io/path` and `index` annotations) and the rule id as a
+tag. Pure: the CLI (`compiler.cli.krm_cmd`) reads and writes the streams and builds the policy
+set.
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ from compiler.common.jsondata import Obj
 from compiler.core.admission import FIELD_VALIDATION
 from compiler.gitops.passthrough import PassOptions, transform
 from compiler.io import emit
-from compiler.io.inputs import TRAINER_API
 from compiler.io.loader import Document, Source, parse_source
+from compiler.io.placement import TRAINER_API, Placement
+from compiler.kube.objectmeta import is_dns1123_label
 
 RESOURCE_LIST_APIS = ("config.kubernetes.io/v1", "config.kubernetes.io/v1alpha1")
 PATH_KEYS = ("internal.config.kubernetes.io/path", "config.kubernetes.io/path")
@@ -49,6 +52,7 @@ class FunctionConfig:
     skip: list[str] = field(default_factory=list)
     policy_values: Obj = field(default_factory=dict)
     field_validation: str = "strict"
+    placement: Placement | None = None  # `namespace` or `defaultNamespace`
 
 
 def parse_config(config: Any) -> FunctionConfig:
@@ -70,6 +74,7 @@ def parse_config(config: Any) -> FunctionConfig:
 
 _BOOLS = {"keepTrainJobs": "keep_trainjobs", "validate": "validate",
           "builtinRuntimes": "builtin_runtimes", "defaultPolicies": "default_policies"}
+_OTHERS = ("policies", "skip", "policyValues", "fieldValidation", "namespace", "defaultNamespace")
 
 
 def _set_option(out: FunctionConfig, key: str, value: Any) -> None:
@@ -84,9 +89,13 @@ def _set_option(out: FunctionConfig, key: str, value: Any) -> None:
             raise ConfigError(f"functionConfig: fieldValidation must be one of "
                               f"{', '.join(FIELD_VALIDATION)}, got {value!r}")
         out.field_validation = value
+    elif key in ("namespace", "defaultNamespace"):
+        if out.placement is not None:
+            raise ConfigError("functionConfig: give namespace or defaultNamespace, not both")
+        out.placement = Placement(_namespace(key, value), strict=key == "namespace")
     else:
-        known = [*_BOOLS, "policies", "skip", "policyValues", "fieldValidation"]
-        raise ConfigError(f"functionConfig: unknown option {key!r} (known: {', '.join(known)})")
+        raise ConfigError(f"functionConfig: unknown option {key!r} (known: "
+                          f"{', '.join([*_BOOLS, *_OTHERS])})")
 
 
 def _bool(key: str, value: Any) -> bool:
@@ -95,6 +104,15 @@ def _bool(key: str, value: Any) -> bool:
     if isinstance(value, str) and value.lower() in ("true", "false"):
         return value.lower() == "true"
     raise ConfigError(f"functionConfig: {key} must be true or false, got {value!r}")
+
+
+def _namespace(key: str, value: Any) -> str:
+    """A namespace name: the TrainJobs and TrainingRuntimes without one are placed there."""
+    problems = is_dns1123_label(value) if isinstance(value, str) else ["not a string"]
+    if problems:
+        raise ConfigError(f"functionConfig: {key} must be a namespace name, got {value!r}: "
+                          f"{problems[0]}")
+    return str(value)
 
 
 def _strings(key: str, value: Any) -> list[str]:

@@ -4,7 +4,9 @@
 This is what a render step inside a pipeline needs (`kustomize build . | tjc render
 --passthrough -`, a Helm post-renderer, the KRM function): the ConfigMaps, Namespaces and RBAC
 of the same application go through untouched, runtimes too (the cluster needs them as well).
-A TrainJob with errors yields no objects (the caller fails). Pure: sources in, items out.
+A TrainJob with errors yields no objects (the caller fails). With a `placement` (the
+namespace the stream is applied into), TrainJobs and TrainingRuntimes are compiled as placed
+there (`compiler.io.placement`), and pass through as they came. Pure: sources in, items out.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from compiler.core.resolve import RuntimeKey
 from compiler.io import toolfiles
 from compiler.io.inputs import RuntimeEntry, is_jobset, kind_of, runtime_table
 from compiler.io.loader import Document, Source, iter_source
+from compiler.io.placement import Placement, placed
 from compiler.render.pipeline import render_one
 from compiler.validate.documents import Names, Validator
 
@@ -46,6 +49,7 @@ class PassOptions:
     compile: CompileOptions | None = None
     policies: PolicyChecker | None = None
     fields: str = "strict"  # kubectl's field validation of unknown fields
+    placement: Placement | None = None  # the namespace the stream is applied into
 
 
 def transform(sources: Sequence[Source], builtin: Sequence[Document] = (),
@@ -53,7 +57,7 @@ def transform(sources: Sequence[Source], builtin: Sequence[Document] = (),
     """Each input resource in input order, TrainJobs expanded; loose diagnostics (broken
     documents, the runtimes' own problems) come as items without an object."""
     opts = opts or PassOptions()
-    table, notes = runtime_table(sources, builtin)
+    table, notes = runtime_table(sources, builtin, opts.placement)
     if notes:
         yield Item(None, notes)
     validator = Validator(table, policies=opts.policies, fields=opts.fields) \
@@ -72,17 +76,22 @@ def transform(sources: Sequence[Source], builtin: Sequence[Document] = (),
             if is_jobset(doc):  # passed through; the packs' JobSet rules still apply
                 found = validator.jobset_document(doc) if validator is not None else []
                 yield Item(doc.data, [d for d in found if d.rule != "TJC-INPUT-SKIPPED"], doc)
-            elif isinstance(kind, Diagnostic):
+                continue
+            if isinstance(kind, Diagnostic):
                 yield _other(doc, kind)
+                continue
+            here = placed(doc, opts.placement)
+            if isinstance(here, Diagnostic):  # of another namespace: an error, as kubectl's
+                yield from _refused(doc, kind, here, opts)
             elif kind == "TrainJob":
-                met = Names.key(doc)
+                met = Names.key(here)
                 again = names.meet([met]) if met is not None else []
                 if again:  # a second TrainJob of one namespace and name: no objects
                     yield Item(None, again, doc)
                 else:
-                    yield from _trainjob(doc, table, validator, opts)
+                    yield from _trainjob(doc, here, table, validator, opts)
             else:
-                found = validator.runtime(doc).diagnostics if validator else []
+                found = validator.runtime(here).diagnostics if validator else []
                 if opts.policies is not None:
                     found = opts.policies.once(found)
                 yield Item(doc.data, found, doc)
@@ -95,9 +104,21 @@ def _other(doc: Document, why: Diagnostic) -> Item:
     return Item(None, [why], doc)
 
 
-def _trainjob(doc: Document, table: dict[RuntimeKey, RuntimeEntry], validator: Validator | None,
-              opts: PassOptions) -> Iterator[Item]:
-    result = render_one(doc, table, validator, opts.compile)
+def _refused(doc: Document, kind: str, why: Diagnostic, opts: PassOptions) -> Iterator[Item]:
+    """A document placed in another namespace than its own passes as one with errors does:
+    a runtime as it came, a TrainJob only when kept, and no objects for it."""
+    if kind != "TrainJob":
+        yield Item(doc.data, [why], doc)
+        return
+    if opts.keep_trainjobs:
+        yield Item(doc.data, [], doc)
+    yield Item(None, [why], doc)
+
+
+def _trainjob(doc: Document, here: Document, table: dict[RuntimeKey, RuntimeEntry],
+              validator: Validator | None, opts: PassOptions) -> Iterator[Item]:
+    """The TrainJob as it came (`keep_trainjobs`), then the objects of it as placed (`here`)."""
+    result = render_one(here, table, validator, opts.compile)
     if opts.policies is not None:
         result.diagnostics = opts.policies.once(result.diagnostics)
     if opts.keep_trainjobs:

@@ -4,7 +4,8 @@ Shared by the render and validate applications. The first pass over the inputs c
 runtimes (only sources whose text can hold one are parsed); user runtimes replace built-in ones
 with a notice, and a runtime defined twice is an error. YAML that is not a Kubernetes object
 (no apiVersion and kind: kustomization or CI workflow files; Helm templates) is skipped with a
-notice. No I/O beyond `Document`.
+notice. With a `Placement` (the namespace the inputs are applied into), each TrainJob and
+TrainingRuntime is read as placed there (`compiler.io.placement`). No I/O beyond `Document`.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from compiler.core.context import JOBSET_API
 from compiler.core.resolve import RUNTIME_KINDS, RuntimeKey, runtime_key
 from compiler.io import toolfiles
 from compiler.io.loader import Document, Source, SourceFiles, iter_source
+from compiler.io.placement import TRAINER_API, Placement, placed
 
-TRAINER_API = "trainer.kubeflow.org/v1alpha1"
 TRAINER_GROUP = "trainer.kubeflow.org/"
 
 
@@ -101,10 +102,12 @@ def _may_hold_runtime(source: Source) -> bool:
     return may_hold_runtime(source.text.encode("utf-8", "surrogatepass"))
 
 
-def runtime_table(sources: Iterable[Source], builtin: Sequence[Document]
+def runtime_table(sources: Iterable[Source], builtin: Sequence[Document],
+                  placement: Placement | None = None
                   ) -> tuple[dict[RuntimeKey, RuntimeEntry], list[Diagnostic]]:
-    """Built-ins, then the runtimes of `sources`; a user runtime replaces a built-in one.
-    Files (`SourceFiles`) are scanned as bytes and only those that may hold one are decoded."""
+    """Built-ins, then the runtimes of `sources` as placed (one refused there is left out:
+    `classified` reports it); a user runtime replaces a built-in one. Files (`SourceFiles`)
+    are scanned as bytes and only those that may hold one are decoded."""
     table = {runtime_key(doc.data): RuntimeEntry(doc) for doc in builtin}
     notes: list[Diagnostic] = []
     candidates = sources.where(may_hold_runtime) if isinstance(sources, SourceFiles) else \
@@ -112,7 +115,9 @@ def runtime_table(sources: Iterable[Source], builtin: Sequence[Document]
     for source in candidates:
         for doc in iter_source(source):
             if isinstance(doc, Document) and kind_of(doc) in RUNTIME_KINDS:
-                notes.extend(_add_runtime(table, doc))
+                found = placed(doc, placement)
+                if isinstance(found, Document):
+                    notes.extend(_add_runtime(table, found))
     return table, notes
 
 
@@ -146,10 +151,11 @@ def is_jobset(doc: Document) -> bool:
     return doc.data.get("kind") == JOBSET and doc.data.get("apiVersion") == JOBSET_API[0]
 
 
-def classified(sources: Iterable[Source]) -> Iterator[tuple[Document, str] | Diagnostic]:
+def classified(sources: Iterable[Source], placement: Placement | None = None
+               ) -> Iterator[tuple[Document, str] | Diagnostic]:
     """Each document of the sources with its kind (TrainJob, a runtime kind, or JobSet), in
-    input order; a diagnostic for each document that is broken, of an unknown kind or
-    skipped."""
+    input order and as placed; a diagnostic for each document that is broken, of an unknown
+    kind, skipped, or refused where it is applied (another namespace, `Placement.strict`)."""
     for source in sources:
         tool_file = toolfiles.skipped(source)
         if tool_file is not None:
@@ -162,7 +168,8 @@ def classified(sources: Iterable[Source]) -> Iterator[tuple[Document, str] | Dia
             elif isinstance(kind, Diagnostic):
                 yield _template(kind, source)
             elif isinstance(doc, Document):
-                yield doc, kind
+                found = placed(doc, placement)
+                yield found if isinstance(found, Diagnostic) else (found, kind)
 
 
 def _template(found: Diagnostic, source: Source) -> Diagnostic:

@@ -3,7 +3,9 @@
 Two passes: the first collects the runtimes (`compiler.io.inputs`); the second streams each
 source's documents and, for every TrainJob as it comes, validates it (`compiler.validate.documents`:
 an invalid TrainJob gets no objects) and compiles it, so memory stays flat however many
-TrainJobs a stream holds. Every diagnostic's field path becomes the `file:line:col` of the
+TrainJobs a stream holds. With a `Placement` (the namespace the outputs are applied into),
+every TrainJob and TrainingRuntime is first placed there, as the API server would store it
+(`compiler.io.placement`). Every diagnostic's field path becomes the `file:line:col` of the
 document it is about. Called by the CLI; also the library API for whole folders
 (`render_stream`).
 """
@@ -20,6 +22,7 @@ from compiler.core.context import CompileOptions
 from compiler.core.resolve import RuntimeKey, not_found, wanted_key
 from compiler.io.inputs import JOBSET, RuntimeEntry, classified, runtime_table
 from compiler.io.loader import Document, Source
+from compiler.io.placement import Placement
 from compiler.kube.defaults import apply_defaults
 from compiler.validate.documents import Names, Validator, skipped_jobset
 
@@ -45,16 +48,18 @@ class JobResult:
 
 def render_stream(sources: Iterable[Source], builtin: Sequence[Document] = (),
                   options: CompileOptions | None = None, *, validate: bool = True,
-                  policies: PolicyChecker | None = None) -> Iterator[JobResult | Diagnostic]:
+                  policies: PolicyChecker | None = None, placement: Placement | None = None
+                  ) -> Iterator[JobResult | Diagnostic]:
     """Results and loose diagnostics in input order, one TrainJob at a time; the runtimes of
     the inputs report their own problems once. `validate=False` compiles what the cluster
-    would reject too, as the controller does when the admission webhook is bypassed."""
-    table, notes = runtime_table(sources, builtin)
+    would reject too, as the controller does when the admission webhook is bypassed.
+    `placement`: the namespace the inputs are applied into."""
+    table, notes = runtime_table(sources, builtin, placement)
     yield from notes
     validator = Validator(table, policies=policies) if validate else None
     names = Names()
     for source in sources:
-        for item in render_source(source, table, validator, options):
+        for item in render_source(source, table, validator, options, placement):
             if isinstance(item, JobResult):
                 _meet(names, item)
             if policies is None:
@@ -76,12 +81,12 @@ def _meet(names: Names, result: JobResult) -> None:
 
 
 def render_source(source: Source, table: dict[RuntimeKey, RuntimeEntry],
-                  validator: Validator | None, options: CompileOptions | None = None
-                  ) -> Iterator[JobResult | Diagnostic]:
-    """`render_stream` for one source of the inputs whose runtimes `table` holds, before
-    policy diagnostics already reported are dropped (`PolicyChecker.once`, which the caller
-    applies in input order)."""
-    for item in classified([source]):
+                  validator: Validator | None, options: CompileOptions | None = None,
+                  placement: Placement | None = None) -> Iterator[JobResult | Diagnostic]:
+    """`render_stream` for one source of the inputs whose runtimes `table` holds (built with
+    the same `placement`), before policy diagnostics already reported are dropped
+    (`PolicyChecker.once`, which the caller applies in input order)."""
+    for item in classified([source], placement):
         if isinstance(item, Diagnostic):
             yield item
         elif item[1] == JOBSET:  # skipped, but its policies still count

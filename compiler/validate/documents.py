@@ -37,6 +37,7 @@ from compiler.core.resolve import (
 )
 from compiler.io.inputs import JOBSET, RuntimeEntry, classified, runtime_table
 from compiler.io.loader import Document, Source, iter_source
+from compiler.io.placement import Placement, in_namespace
 from compiler.kube import podresources, podvolumes
 from compiler.validate import quirks
 
@@ -210,14 +211,16 @@ def skipped_jobset(doc: Document) -> Diagnostic:
 
 def validate_stream(sources: Iterable[Source], builtin: Sequence[Document] = (),
                     previous: Sequence[Source] = (),
-                    policies: PolicyChecker | None = None) -> Iterator[Diagnostic]:
+                    policies: PolicyChecker | None = None, *,
+                    placement: Placement | None = None) -> Iterator[Diagnostic]:
     """Every diagnostic of every input, in input order; runtimes' own problems once each.
-    With `policies`, each valid TrainJob is also compiled and its JobSet checked."""
-    validator, notes = prepare(sources, builtin, previous, policies)
+    With `policies`, each valid TrainJob is also compiled and its JobSet checked.
+    `placement`: the namespace the inputs are applied into."""
+    validator, notes = prepare(sources, builtin, previous, policies, placement=placement)
     yield from notes
     names = Names()
     for source in sources:
-        yield from _once(policies, validate_source(validator, source))
+        yield from _once(policies, validate_source(validator, source, placement))
         yield from names.meet(validator.met)
         validator.met.clear()
 
@@ -228,9 +231,9 @@ Met = tuple[tuple[str, str, str], Location]
 class Names:
     """The TrainJobs of one run by namespace and name, in input order: a second one with the
     same pair is an error (applied, one would replace the other; `render --output-dir` keeps
-    only the first). One without a namespace gets it where it is applied (a GitOps
-    application's folder), so it meets only those of its own folder. A worker reports what
-    it met (`Validator.met`); the parent meets them."""
+    only the first). One without a namespace (and not placed in one: `--namespace`) gets it
+    where it is applied (a GitOps application's folder), so it meets only those of its own
+    folder. A worker reports what it met (`Validator.met`); the parent meets them."""
 
     def __init__(self) -> None:
         self.first: dict[tuple[str, str, str], Location] = {}
@@ -264,20 +267,26 @@ class Names:
 
 
 def prepare(sources: Iterable[Source], builtin: Sequence[Document] = (),
-            previous: Sequence[Source] = (), policies: PolicyChecker | None = None
-            ) -> tuple[Validator, list[Diagnostic]]:
+            previous: Sequence[Source] = (), policies: PolicyChecker | None = None, *,
+            placement: Placement | None = None) -> tuple[Validator, list[Diagnostic]]:
     """The first pass: a validator over the runtimes of the inputs and the built-in ones,
-    with the previous versions; and the problems found on the way (duplicate runtimes,
-    unreadable previous versions), to report first."""
-    table, notes = runtime_table(sources, builtin)
-    old, problems = previous_versions(previous)
+    with the previous versions (all as placed, see `validate_source`); and the
+    problems found on the way (duplicate runtimes, unreadable previous versions), to report
+    first."""
+    table, notes = runtime_table(sources, builtin, placement)
+    old, problems = previous_versions(previous, placement)
     return Validator(table, old, policies), notes + problems
 
 
-def validate_source(validator: Validator, source: Source) -> list[Diagnostic]:
+def validate_source(validator: Validator, source: Source, placement: Placement | None = None
+                    ) -> list[Diagnostic]:
     """Every diagnostic of one source, in order, before policy diagnostics already reported
-    are dropped (`PolicyChecker.once`, which the caller applies in input order)."""
-    return [d for item in classified([source]) for d in _validate_item(validator, item)]
+    are dropped (`PolicyChecker.once`, which the caller applies in input order). With a
+    `placement` (the namespace the inputs are applied into), each TrainJob and TrainingRuntime
+    is checked as placed there (`compiler.io.placement`): the validator's runtime table must
+    have been built with the same placement."""
+    return [d for item in classified([source], placement)
+            for d in _validate_item(validator, item)]
 
 
 def _validate_item(validator: Validator, item: tuple[Document, str] | Diagnostic
@@ -300,15 +309,18 @@ def _once(policies: PolicyChecker | None, found: list[Diagnostic]) -> list[Diagn
     return found if policies is None else policies.once(found)
 
 
-def previous_versions(sources: Sequence[Source]) -> tuple[dict[ObjectKey, Obj], list[Diagnostic]]:
-    """The previous versions by object, and the problems reading them (a file that does not
-    parse must not pass for one without the objects)."""
+def previous_versions(sources: Sequence[Source], placement: Placement | None = None
+                      ) -> tuple[dict[ObjectKey, Obj], list[Diagnostic]]:
+    """The previous versions by object (one without a namespace in the placement's, as the
+    inputs), and the problems reading them (a file that does not parse must not pass for one
+    without the objects)."""
     out: dict[ObjectKey, Obj] = {}
     problems: list[Diagnostic] = []
     for source in sources:
         for doc in iter_source(source):
             if isinstance(doc, Document):
-                out[object_key(doc.data)] = doc.data
+                data = in_namespace(doc, placement).data
+                out[object_key(data)] = data
             else:
                 problems.append(doc)
     return out, problems

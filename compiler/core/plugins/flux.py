@@ -21,6 +21,10 @@ built (`compiler/_native/flux/`, by setup.py) or by `make setup` (`build/flux/` 
 `schemas/fluxtemplates.py` does both). Without them a Flux TrainJob gets an error, never a
 ConfigMap that differs from upstream's.
 
+The broker config names the TrainJob's namespace (`tcp://%h.<name>.<namespace>.svc...`): a
+TrainJob without metadata.namespace (a GitOps file applied into a namespace it does not name)
+is an error at `metadata`, unless the caller placed it (`tjc render --namespace`).
+
 Admission (upstream's Flux `Validate`): numProcPerNode at least 1, and no init container of
 its own named `flux-installer` in the `node` job. `tjc validate` also warns that upstream's
 controller panics on a Flux TrainJob without spec.trainer.numNodes.
@@ -215,9 +219,20 @@ def _curve_cert(ctx: Context) -> str:
             f'    secret-key = "{_z85(secret)}"\n')
 
 
+def _no_namespace(ctx: Context) -> PluginResult | None:
+    """The broker's connect address names the namespace: without one it would be wrong."""
+    if ctx.namespace:
+        return None
+    return PluginResult(diagnostics=(error(
+        "TJC-FLUX-NO-NAMESPACE", "this Flux TrainJob has no namespace, but its broker config "
+        "names it (tcp://%h.<name>.<namespace>.svc.cluster.local): set metadata.namespace, "
+        "or give the namespace it is applied into (tjc render --namespace NS)",
+        ("metadata",)),))
+
+
 def build(ctx: Context) -> PluginResult:
     """The entrypoint ConfigMap and the CURVE certificate Secret."""
-    missing = _missing(ctx, build=True) or _templates_missing()
+    missing = _missing(ctx, build=True) or _no_namespace(ctx) or _templates_missing()
     if missing is not None:
         return missing
     trainer = ctx.trainer or {}
