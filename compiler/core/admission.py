@@ -19,7 +19,7 @@ from compiler.common.diagnostics import Diagnostic, Severity, error, refused
 from compiler.common.jsondata import Obj, copy_json, non_string_key
 from compiler.core import webhook
 from compiler.core.resolve import RUNTIME_KINDS
-from compiler.kube import admitwalk, cel, objectmeta, podvolumes, structural
+from compiler.kube import admitwalk, cel, objectmeta, podresources, podvolumes, structural
 from compiler.kube.defaults import default_in_place
 from compiler.kube.structural import UNKNOWN_RULE
 
@@ -66,6 +66,7 @@ def check_object(kind: str, doc: Mapping[str, Any], old: Mapping[str, Any] | Non
     diagnostics += [d for d in found if (d.rule, d.path) not in seen]
     diagnostics += cel.validate(kind, data, old_data)
     diagnostics += objectmeta.validate(kind, data)
+    diagnostics += podresources.validate(data)  # amounts the Pods would be refused for
     return data, diagnostics
 
 

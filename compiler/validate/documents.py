@@ -38,7 +38,7 @@ from compiler.core.resolve import (
 from compiler.io.inputs import JOBSET, RuntimeEntry, classified, runtime_table
 from compiler.io.loader import Document, Source, iter_source
 from compiler.io.placement import Placement, in_namespace
-from compiler.kube import podresources, podvolumes
+from compiler.kube import podvolumes
 from compiler.validate import quirks
 
 if TYPE_CHECKING:
@@ -59,7 +59,6 @@ def check_document(doc: Document, old: Obj | None = None, fields: str = "strict"
     """Structural pass, defaults, JSON Schema and CEL for one document (unknown fields as
     kubectl's field validation `fields` has them)."""
     data, diagnostics = admission.check_object(str(doc.data.get("kind")), doc.data, old, fields)
-    diagnostics = diagnostics + podresources.validate(data)
     return Checked(doc, data, diagnostics)
 
 
