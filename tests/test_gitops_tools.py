@@ -8,6 +8,7 @@ tool is a failure.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -44,8 +45,11 @@ def tools() -> Path:
 
 
 def env_with(tools: Path, **extra: str) -> dict[str, str]:
+    """The environment with kustomize, helm and `tjc` on PATH; `tjc` runs this checkout's
+    package (PYTHONPATH), whichever checkout the virtual environment was installed from."""
     path = os.pathsep.join([str(TJC_BIN), str(tools), os.environ.get("PATH", "")])
-    return {**os.environ, "PATH": path, **extra}
+    python_path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+    return {**os.environ, "PATH": path, "PYTHONPATH": python_path, **extra}
 
 
 def sh(argv: list[str], env: dict[str, str], cwd: Path | None = None,
@@ -165,28 +169,85 @@ def run_step(step: dict[str, Any], app: Path, env: dict[str, str]
     return sh([*step["command"], *step.get("args", [])], env, cwd=app)
 
 
+WEB = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: "nginx:1.27"}]}
+"""
+PATCH_ONLY = """\
+resources: [deployment.yaml]
+patches:  # names the TrainJob kind, but the build holds no TrainJob
+  - target: {group: trainer.kubeflow.org, kind: TrainJob}
+    patch: '[{"op": "replace", "path": "/spec/trainer/numNodes", "value": 2}]'
+"""
+
+
+def app_repo(root: Path) -> Path:
+    """A repository of Argo CD applications, one per folder: kustomize with a TrainJob from
+    its base (gitops/overlays/prod), a plain folder with a TrainJob (team-vision), a plain
+    kustomize app (web), a kustomize app whose patch only names TrainJobs (patched), a Helm
+    chart without Trainer kinds (chart) and a Helm chart templating a TrainJob
+    (chart-trainjob), a kustomize app with a remote base that discovery does not fetch
+    (remote)."""
+    shutil.copytree(EXAMPLES / "gitops", root / "gitops")
+    shutil.copytree(EXAMPLES / "custom-runtime", root / "team-vision")
+    shutil.copytree(EXAMPLES / "helm-chart", root / "chart-trainjob")
+    for name, kustomization in (("web", "resources: [deployment.yaml]\n"),
+                                ("patched", PATCH_ONLY)):
+        (root / name).mkdir()
+        (root / name / "deployment.yaml").write_text(WEB)
+        (root / name / "kustomization.yaml").write_text(kustomization)
+    chart = root / "chart"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: web\nversion: 0.1.0\n")
+    (chart / "values.yaml").write_text("replicas: 1\n")
+    (chart / "templates" / "deployment.yaml").write_text(
+        WEB.replace("name: web}", "name: {{ .Release.Name }}}"))
+    remote = root / "remote"
+    shutil.copytree(EXAMPLES / "custom-runtime", remote)
+    (remote / "kustomization.yaml").write_text(
+        "resources:\n  - resnet.yaml\n  - runtime.yaml\n"
+        "  - https://github.com/example/platform//runtimes?ref=v1\n")
+    return root
+
+
 def test_argocd_discovery(tools: Path, tmp_path: Path) -> None:
+    """The find command as the cmp-server runs it: in the application's folder, a match is
+    exit 0 with output."""
     find = plugin()["spec"]["discover"]["find"]
-    gitops = EXAMPLES / "gitops"
-    for app, matches in [(gitops / "overlays" / "prod", True), (EXAMPLES / "custom-runtime",
-                                                                True),
-                         (ROOT / "deploy" / "rbac", False), (tmp_path, False)]:
-        done = run_step(find, app, argocd_env(tools, app))
+    repo = app_repo(tmp_path / "repo")
+    for app, matches in [("gitops/overlays/prod", True), ("team-vision", True),
+                         ("remote", True),  # offline, the build fails: its own files decide
+                         ("web", False), ("patched", False), ("chart", False),
+                         ("chart-trainjob", False), ("gitops/rendered", False)]:
+        started = time.monotonic()
+        done = run_step(find, repo / app, argocd_env(tools, repo / app))
         assert done.returncode == 0, done.stderr
-        assert bool(done.stdout.strip()) is matches, app
+        assert bool(done.stdout.strip()) is matches, (app, done.stdout, done.stderr)
+        assert time.monotonic() - started < 15, app  # never a network timeout
+    assert run_step(find, repo / "team-vision", argocd_env(tools, repo)).stdout == \
+        "TrainJob team-vision/resnet50 (resnet.yaml)\n"
+    (tmp_path / "empty").mkdir()
+    for folder in (ROOT / "deploy" / "rbac", tmp_path / "empty"):
+        assert run_step(find, folder, argocd_env(tools, folder)).stdout == "", folder
 
 
 def test_argocd_generate_on_a_kustomize_app(tools: Path, tmp_path: Path) -> None:
     shutil.copytree(EXAMPLES / "gitops", tmp_path / "repo")
     app = tmp_path / "repo" / "overlays" / "prod"
-    # the Application's plugin env TJC_ARGS: several arguments, split on spaces
-    args = "--keep-trainjobs --skip security.run-as-non-root"
+    # the Application's plugin env TJC_ARGS: several allowed options, split on blanks
+    args = "--keep-trainjobs\t--field-validation warn  -q"
     env = {**argocd_env(tools, app), "ARGOCD_ENV_TJC_ARGS": args}
     done = run_step(plugin()["spec"]["generate"], app, env)
     assert done.returncode == 0, done.stderr
     assert [d["kind"] for d in docs(done.stdout)] == ["Namespace", "ConfigMap", "TrainJob",
                                                       "JobSet"]
-    assert done.stderr == ""
+    assert " error: " not in done.stderr
 
 
 def test_argocd_generate_on_a_plain_folder_and_a_failing_one(tools: Path,
@@ -281,16 +342,17 @@ def test_diff_of_an_overlay_in_two_revisions(tools: Path, tmp_path: Path) -> Non
 
 # --- Argo CD's own cmp-server, driven as its repo-server drives it ---------------------------
 
-@pytest.fixture()
-def cmp_server(tools: Path) -> Iterator[Path]:
-    """Argo CD v3.2.0's argocd-cmp-server with deploy/argocd/plugin.yaml; yields the socket
-    folder (a short path: unix socket paths are limited to about 100 bytes)."""
+@contextlib.contextmanager
+def running_cmp_server(tools: Path, **sidecar_env: str) -> Iterator[Path]:
+    """Argo CD v3.2.0's argocd-cmp-server with deploy/argocd/plugin.yaml, and `sidecar_env`
+    in its environment as the sidecar container's own; yields the socket folder (a short
+    path: unix socket paths are limited to about 100 bytes)."""
     work = Path(tempfile.mkdtemp(prefix="tjc-cmp-"))
     (work / "config").mkdir()
     (work / "plugins").mkdir()
     shutil.copy(ARGOCD / "plugin.yaml", work / "config" / "plugin.yaml")
     env = env_with(tools, ARGOCD_PLUGINSOCKFILEPATH=str(work / "plugins"),
-                   ARGOCD_CMP_WORKDIR=str(work))
+                   ARGOCD_CMP_WORKDIR=str(work), **sidecar_env)
     log = (work / "server.log").open("wb")
     server = subprocess.Popen([str(tools / "argocd-cmp-harness"), "cmp-server",
                                "--config-dir-path", str(work / "config"), "--loglevel", "warn"],
@@ -313,6 +375,13 @@ def cmp_server(tools: Path) -> Iterator[Path]:
         shutil.rmtree(work, ignore_errors=True)
 
 
+@pytest.fixture()
+def cmp_server(tools: Path) -> Iterator[Path]:
+    """The cmp-server of `running_cmp_server`, without platform settings."""
+    with running_cmp_server(tools) as sockets:
+        yield sockets
+
+
 def repo_generate(tools: Path, sockets: Path, repo: Path, app: str, *flags: str
                   ) -> subprocess.CompletedProcess[str]:
     return sh([str(tools / "argocd-cmp-harness"), "generate", str(repo), app,
@@ -332,7 +401,7 @@ def test_argocd_cmp_server_discovers_and_generates(tools: Path, cmp_server: Path
         ("Namespace", "ml-team"), ("ConfigMap", "train-config"), ("JobSet", "mnist")]
     assert parallelism(out[2]) == 4
     done = repo_generate(tools, cmp_server, repo, "team-vision", "-plugin", "tjc-v1",
-                         "-env", "TJC_ARGS=--keep-trainjobs --skip images")
+                         "-env", "TJC_ARGS=--keep-trainjobs -q")
     assert done.returncode == 0, done.stderr
     assert [d["kind"] for d in docs(done.stdout)] == ["TrainJob", "PodGroup", "JobSet",
                                                       "TrainingRuntime"]
@@ -362,8 +431,8 @@ def test_argocd_cmp_server_renders_in_the_destination_namespace(
     it, the address would have no namespace)."""
     repo = tmp_path / "repo"
     flux_files(repo / "hpc", None)
-    done = repo_generate(tools, cmp_server, repo, "hpc", "-plugin", "tjc-v1",
-                         "-env", "TJC_ARGS=--skip images")
+    with running_cmp_server(tools, TJC_SKIP="images") as sockets:  # the platform's skip
+        done = repo_generate(tools, sockets, repo, "hpc", "-plugin", "tjc-v1")
     assert done.returncode == 0, done.stderr
     out = docs(done.stdout)
     # files in name order: job.yaml (the TrainJob), then runtime.yaml
@@ -371,6 +440,73 @@ def test_argocd_cmp_server_renders_in_the_destination_namespace(
         ("ConfigMap", "ml-team"), ("Secret", "ml-team"), ("JobSet", "ml-team"),
         ("ClusterTrainingRuntime", None)]
     assert CONNECT.format("ml-team").replace("\\", "") in out[0]["data"]["init.sh"]
+
+
+def test_argocd_cmp_server_claims_only_applications_with_trainer_kinds(
+        tools: Path, cmp_server: Path, tmp_path: Path) -> None:
+    """Argo CD asks the plugins first: a plugin that matched every kustomization would take
+    over every kustomize Application of the cluster."""
+    repo = app_repo(tmp_path / "repo")
+    for app in ("web", "patched", "chart", "chart-trainjob"):
+        done = repo_generate(tools, cmp_server, repo, app)  # left to Argo CD's own tools
+        assert done.returncode == 1 and done.stdout == "", app
+        assert "could not find plugin supporting the given repository" in done.stderr, app
+    # naming the plugin does not get past its discovery either
+    done = repo_generate(tools, cmp_server, repo, "web", "-plugin", "tjc-v1")
+    assert done.returncode == 1
+    assert 'could not find cmp-server plugin with name "tjc-v1"' in done.stderr
+    for app, kinds in (("gitops/overlays/prod", ["Namespace", "ConfigMap", "JobSet"]),
+                       ("team-vision", ["PodGroup", "JobSet", "TrainingRuntime"])):
+        done = repo_generate(tools, cmp_server, repo, app)
+        assert done.returncode == 0, done.stderr
+        assert [d["kind"] for d in docs(done.stdout)] == kinds
+
+
+REFUSED_APP_ARGS = [
+    # the platform's policies
+    ("--skip images", "--skip"), ("--skip=images.tag", "--skip=images.tag"),
+    ("-q --no-default-policies", "--no-default-policies"), ("--policy /etc", "--policy"),
+    ("--policy-values values.yaml", "--policy-values"), ("--no-validate", "--no-validate"),
+    ("--no-def", "--no-def"),  # an abbreviation argparse would have taken
+    # paths and patterns: other applications' files
+    ("../team-vision", "../team-vision"), ("/etc/passwd", "/etc/passwd"),
+    ("*.yaml", "*.yaml"), ("-", "-"),
+    # the output, and private keys
+    ("--output-dir /tmp/out", "--output-dir"), ("-o json", "-o"),
+    ("--mpi-ssh-key generate", "--mpi-ssh-key"),
+    # a value outside the option's list, a shell's syntax
+    ("--field-validation off", "--field-validation off"), ("-q;id", "-q;id"),
+]
+
+
+def test_argocd_cmp_server_refuses_application_args_outside_the_allow_list(
+        tools: Path, cmp_server: Path, tmp_path: Path) -> None:
+    repo = app_repo(tmp_path / "repo")
+    done = repo_generate(tools, cmp_server, repo, "gitops/overlays/prod", "-env",
+                         "TJC_ARGS=--keep-trainjobs --field-validation=warn -q")
+    assert done.returncode == 0, done.stderr
+    assert [d["kind"] for d in docs(done.stdout)] == ["Namespace", "ConfigMap", "TrainJob",
+                                                      "JobSet"]
+    for args, named in REFUSED_APP_ARGS:
+        done = repo_generate(tools, cmp_server, repo, "gitops/overlays/prod", "-env",
+                             f"TJC_ARGS={args}")
+        assert done.returncode == 1 and done.stdout == "", args  # nothing rendered
+        assert f"tjc: TJC_ARGS: {named} is not allowed: " in done.stderr, (args, done.stderr)
+
+
+def test_argocd_policies_are_the_sidecars_not_the_applications(tools: Path,
+                                                               tmp_path: Path) -> None:
+    """The platform's settings in the sidecar's environment apply to every application; an
+    Application's plugin env of the same name reaches tjc only as ARGOCD_ENV_..., unread."""
+    (tmp_path / "values.yaml").write_text("resources: {maxNumNodes: 2}\n")
+    repo = app_repo(tmp_path / "repo")
+    with running_cmp_server(tools, TJC_POLICY_VALUES=str(tmp_path / "values.yaml"),
+                            TJC_SKIP="security.run-as-non-root") as sockets:
+        done = repo_generate(tools, sockets, repo, "gitops/overlays/prod", "-env",
+                             "TJC_POLICY_VALUES=/dev/null", "-env", "TJC_SKIP=resources")
+        assert done.returncode == 1 and done.stdout == ""
+        assert "4 trainer nodes, more than the allowed 2 [resources.max-nodes]" in done.stderr
+        assert "[security.run-as-non-root]" not in done.stderr  # the platform's skip
 
 
 def test_the_krm_wrapper_takes_kpt_style_config(tools: Path) -> None:

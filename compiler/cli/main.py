@@ -20,7 +20,7 @@ GC_THRESHOLD = 20_000  # allocations between young collections (CPython's defaul
 
 # The verbs in the order `tjc --help` lists them; verb V lives in `compiler.cli.V_cmd`.
 VERBS = ("render", "validate", "runtimes", "explain", "policies", "controller", "run", "krm",
-         "diff")
+         "diff", "argocd")
 
 DESCRIPTION = """\
 Compile Kubeflow Trainer v2 TrainJobs and their runtimes into exactly the JobSet (and side

@@ -17,7 +17,7 @@ from compiler.core.context import CompileOptions, SSHKeySource
 from compiler.gitops.passthrough import PassOptions, transform
 from compiler.io import emit
 from compiler.io.builtin import builtin_runtimes
-from compiler.io.loader import read_sources
+from compiler.io.loader import Source, read_sources
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -40,9 +40,11 @@ def misused(args: argparse.Namespace) -> str | None:
     return None
 
 
-def run(args: argparse.Namespace, ssh_keys: SSHKeySource | None) -> int:
-    """Transform the inputs and print them; exit 1 if any input had errors."""
-    sources = read_sources(args.paths)
+def run(args: argparse.Namespace, ssh_keys: SSHKeySource | None,
+        sources: list[Source] | None = None) -> int:
+    """Transform the inputs (`sources`, else the files of the PATHs) and print them; exit 1
+    if any input had errors."""
+    sources = read_sources(args.paths) if sources is None else sources
     checker = None if args.no_validate else policy_opts.build(args)
     opts = PassOptions(keep_trainjobs=args.keep_trainjobs, validate=not args.no_validate,
                        compile=CompileOptions(ssh_keys=ssh_keys), policies=checker,
