@@ -410,36 +410,19 @@ def test_the_custom_runtime_example_gangs_its_pods(
     assert pod["spec"]["nodeSelector"] == {"pool": "gpu-a100"}
 
 
-def test_the_argocd_plugin_passes_the_destination_namespace(tmp_path: Path) -> None:
-    """The generate command, with stand-ins for tjc and kustomize that print their arguments:
-    the Application's destination namespace (ARGOCD_APP_NAMESPACE) is --default-namespace
-    (Argo CD applies what names no namespace there, and the rest into its own); none without
-    one; TJC_ARGS come after it (a --namespace there counts: the last one given)."""
-    plugin = yaml.safe_load((ROOT / "deploy" / "argocd" / "plugin.yaml").read_text())
-    generate = plugin["spec"]["generate"]
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    for tool in ("tjc", "kustomize"):
-        (bin_dir / tool).write_text(f"#!/bin/sh\ncat >/dev/null\necho {tool} \"$@\"\n")
-        (bin_dir / tool).chmod(0o755)
-    app = tmp_path / "app"
-    app.mkdir()
-    (app / "job.yaml").write_text(stream(trainjob()))
-    path = {"PATH": f"{bin_dir}:/usr/bin:/bin"}
+def test_the_argocd_plugin_passes_the_destination_namespace() -> None:
+    """generate's render options: the Application's destination namespace
+    (ARGOCD_APP_NAMESPACE, Argo CD's build environment) is --default-namespace (Argo CD applies
+    what names no namespace there, and the rest into its own); none without one."""
+    from compiler.cli.argocd_cmd import render_options
+    from compiler.gitops.argocd import app_options
+    from compiler.io.placement import Placement
 
-    def generated(**env: str) -> str:
-        done = subprocess.run([*generate["command"], *generate.get("args", [])], cwd=app,
-                              env={**path, **env}, stdin=subprocess.DEVNULL,
-                              capture_output=True, text=True, check=True)
-        return done.stdout.strip()
-
-    assert generated(ARGOCD_APP_NAMESPACE="ml-team") == \
-        "tjc render --passthrough --quiet --default-namespace=ml-team ."
-    assert generated() == generated(ARGOCD_APP_NAMESPACE="") == \
-        "tjc render --passthrough --quiet ."
-    (app / "kustomization.yaml").write_text("resources: [job.yaml]\n")
-    assert generated(ARGOCD_APP_NAMESPACE="ml-team", ARGOCD_ENV_TJC_ARGS="--namespace ml-team") \
-        == "tjc render --passthrough --quiet --default-namespace=ml-team --namespace ml-team -"
+    options = app_options("--keep-trainjobs")
+    assert render_options(options, {"ARGOCD_APP_NAMESPACE": "ml-team"}, ".").placement == \
+        Placement("ml-team", strict=False)
+    assert render_options(options, {}, ".").placement is None
+    assert render_options(options, {"ARGOCD_APP_NAMESPACE": ""}, ".").placement is None
 
 
 # --- the images -----------------------------------------------------------------------------
