@@ -28,6 +28,8 @@ def test_allowed_app_args_become_render_arguments() -> None:
                                         "--field-validation=warn"]
     assert app_options("--quiet --field-validation=ignore") == \
         AppOptions(field_validation="ignore")
+    assert app_options("--name-hash").render_arguments() == [
+        "--name-hash", "--field-validation=strict"]  # a changed TrainJob syncs
 
 
 @pytest.mark.parametrize(("text", "named", "why"), [
@@ -60,8 +62,8 @@ def test_refused_app_args_are_named(text: str, named: str, why: str) -> None:
     assert str(caught.value).startswith(f"TJC_ARGS: {named} is not allowed: ")
     assert why in str(caught.value)
     assert str(caught.value).endswith("(allowed: -q, --quiet, --keep-trainjobs, "
-                                      "--no-builtin-runtimes, --field-validation "
-                                      "strict|warn|ignore)")
+                                      "--no-builtin-runtimes, --name-hash, "
+                                      "--field-validation strict|warn|ignore)")
 
 
 def test_platform_settings_are_single_arguments() -> None:

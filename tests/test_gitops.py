@@ -312,7 +312,8 @@ def test_diff_names_changed_added_and_removed_trainjobs(
     assert "-        parallelism: 2\n" in out and "+        parallelism: 3\n" in out
     assert "# added TrainJob ml/fresh\n--- /dev/null\n" in out
     assert f"# removed TrainJob ml/gone\n--- {old}/ml/gone\n+++ /dev/null\n" in out
-    assert out.endswith("# 1 changed, 1 added, 1 removed TrainJob(s)\n")
+    assert out.endswith("# 1 changed, 1 added, 1 removed TrainJob(s); 1 with a change the "
+                        "existing JobSet refuses (marked !)\n")
 
 
 def test_diff_markdown_for_a_pull_request(
@@ -322,8 +323,10 @@ def test_diff_markdown_for_a_pull_request(
     new = write_jobs(tmp_path / "new", trainjob("a", nodes=4))
     code, out, _ = run(["diff", "-f", "markdown", str(old), str(new)], capsys, monkeypatch)
     assert code == 1
-    assert out.startswith("**tjc diff**: 1 changed, 0 added, 0 removed TrainJob(s)\n")
-    assert "<summary>Changed: TrainJob <code>ml/a</code></summary>\n\n```diff\n" in out
+    assert out.startswith("**tjc diff**: 1 changed, 0 added, 0 removed TrainJob(s); 1 with a "
+                          "change the existing JobSet refuses (marked !)\n")
+    assert "<summary>Changed: TrainJob <code>ml/a</code></summary>\n\nThe JobSet in the " \
+        "cluster refuses 2 of these changes: see the lines starting with `!`.\n\n```diff\n" in out
     assert "+        parallelism: 4\n" in out and out.rstrip().endswith("</details>")
 
 

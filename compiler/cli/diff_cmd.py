@@ -14,6 +14,7 @@ from typing import Any
 from compiler.cli import diff_sources
 from compiler.common.diagnostics import Diagnostic, Severity, has_errors
 from compiler.common.errors import InputError
+from compiler.core.context import CompileOptions
 from compiler.gitops import diffing
 from compiler.io.builtin import builtin_runtimes
 from compiler.io.loader import Source
@@ -22,12 +23,15 @@ from compiler.render.pipeline import render_stream
 HELP = "render two versions of the inputs and show, per TrainJob, how its objects differ"
 EPILOG = """\
 exit codes: 0 same objects, 1 different, 2 error (printed on stderr).
+A line starting with ! after a change marks what an existing JobSet refuses to take in place
+(JobSet's webhook), and how it syncs instead.
 
 examples:
   tjc diff old/ new/                            two folders
   tjc diff --git main HEAD                      two revisions of the repository (this folder)
   tjc diff --git origin/main HEAD jobs/ -f markdown > comment.md   for a pull request
   tjc diff --git --kustomize main HEAD overlays/prod   an overlay, built by kustomize
+  tjc diff --name-hash old/ new/                as tjc render --name-hash renders them
 """
 
 
@@ -50,6 +54,8 @@ def register(verbs: Any) -> None:
                         help="lines of context around each change (default: 3)")
     parser.add_argument("--no-builtin-runtimes", action="store_true",
                         help="do not load the built-in ClusterTrainingRuntimes")
+    parser.add_argument("--name-hash", action="store_true",
+                        help="render both sides as tjc render --name-hash does")
     parser.set_defaults(func=run)
 
 
@@ -68,8 +74,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"tjc diff: {exc.diagnostic.message}", file=sys.stderr)
         return 2
     builtin = () if args.no_builtin_runtimes else builtin_runtimes()
-    old_texts, old_diags = diffing.rendered(render_stream(old, builtin))
-    new_texts, new_diags = diffing.rendered(render_stream(new, builtin))
+    options = CompileOptions(name_hash=args.name_hash)
+    old_texts, old_diags = diffing.rendered(render_stream(old, builtin, options))
+    new_texts, new_diags = diffing.rendered(render_stream(new, builtin, options))
     _report(old_diags + new_diags)
     diffs = diffing.compare(old_texts, new_texts, (args.old, args.new), args.context)
     out = diffing.as_markdown(diffs) if args.format == "markdown" else diffing.as_text(diffs)

@@ -31,6 +31,7 @@ functionConfig options (a ConfigMap's data, or the spec of any kind):
   validate: true           check TrainJobs as tjc validate does (false: --no-validate)
   builtinRuntimes: true    resolve against the built-in ClusterTrainingRuntimes
   defaultPolicies: true    apply the built-in CUE policy packs
+  nameHash: false          name the objects <name>-<hash> (tjc render --name-hash)
   policies: [DIR, ...]     also apply the packs of these folders
   skip: [RULE, ...]        rules or packs not to apply
   policyValues: {...}      settings of the packs (e.g. resources: {maxNumNodes: 16})
@@ -65,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"tjc krm: error: {exc}", file=sys.stderr)
         return 2
     opts = PassOptions(keep_trainjobs=cfg.keep_trainjobs, validate=cfg.validate,
-                       compile=CompileOptions(), policies=_policies(cfg),
+                       compile=CompileOptions(name_hash=cfg.name_hash), policies=_policies(cfg),
                        fields=cfg.field_validation, placement=cfg.placement)
     builtin = builtin_runtimes() if cfg.builtin_runtimes else ()
     outcome = krm.run(items, opts, builtin)

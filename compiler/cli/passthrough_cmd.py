@@ -47,8 +47,8 @@ def run(args: argparse.Namespace, ssh_keys: SSHKeySource | None,
     sources = read_sources(args.paths) if sources is None else sources
     checker = None if args.no_validate else policy_opts.build(args)
     opts = PassOptions(keep_trainjobs=args.keep_trainjobs, validate=not args.no_validate,
-                       compile=CompileOptions(ssh_keys=ssh_keys), policies=checker,
-                       fields=args.field_validation, placement=args.placement)
+                       compile=CompileOptions(ssh_keys=ssh_keys, name_hash=args.name_hash),
+                       policies=checker, fields=args.field_validation, placement=args.placement)
     builtin = () if args.no_builtin_runtimes else builtin_runtimes()
     objects: list[dict[str, Any]] = []
     errors = False

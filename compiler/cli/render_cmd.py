@@ -68,6 +68,11 @@ def register(verbs: Any) -> None:
                         help="emit the MPI SSH Secret: new ECDSA P-521 keys per TrainJob "
                         "(generate), or the key pair of this PEM P-521 private key file; "
                         "without it no private key is ever printed")
+    parser.add_argument("--name-hash", action="store_true",
+                        help="name each TrainJob's objects <name>-<hash of what an existing "
+                        "JobSet cannot change>: a changed TrainJob gets a new JobSet, which "
+                        "GitOps tools create while pruning the old one, instead of an update "
+                        "the JobSet webhook refuses (README: Changing a TrainJob)")
     parser.add_argument("-q", "--quiet", action="store_true", help="do not print notices")
     fieldopts.add_argument(parser)
     namespace_opt.add_arguments(parser)
@@ -129,7 +134,8 @@ class Pipeline:
         self.builtin = [] if args.no_builtin_runtimes else list(builtin_runtimes())
         first = sources if runtime_files is None else runtime_files
         self.table, self.notes = runtime_table(first, self.builtin, args.placement)
-        self.options = CompileOptions(ssh_keys=_ssh_keys(args.mpi_ssh_key))
+        self.options = CompileOptions(ssh_keys=_ssh_keys(args.mpi_ssh_key),
+                                      name_hash=args.name_hash)
         self.checker = None if args.no_validate else policy_opts.build(args)
         self.validator = self._validator()
         self.reported = len(self.checker.policies.errors) if self.checker else 0

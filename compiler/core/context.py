@@ -46,12 +46,15 @@ class CompileOptions:
     with `trace`. The same diagnostics either way (`tests/test_policy_view.py`).
     `field_validation` is kubectl's for unknown fields in admission (`strict`, `warn` or
     `ignore`; `compiler.core.admission.field_validation`).
+    `name_hash` is read by the render pipeline, not by the compile: it renders each TrainJob
+    as if named `<name>-<hash>` (`compiler.render.named`, `tjc render --name-hash`).
     """
 
     ssh_keys: SSHKeySource | None = None
     trace: bool = False
     policy_view: bool = False
     field_validation: str = "strict"
+    name_hash: bool = False
 
     def view(self) -> bool:
         """Whether the compile leaves out the `VIEW_SKIPS` writes."""

@@ -58,11 +58,13 @@ class AppOptions:
     keep_trainjobs: bool = False
     builtin_runtimes: bool = True
     field_validation: str = "strict"
+    name_hash: bool = False
 
     def render_arguments(self) -> list[str]:
         """The `tjc render` arguments these options stand for."""
         return [*(["--keep-trainjobs"] if self.keep_trainjobs else []),
                 *([] if self.builtin_runtimes else ["--no-builtin-runtimes"]),
+                *(["--name-hash"] if self.name_hash else []),
                 f"--field-validation={self.field_validation}"]
 
 
@@ -73,6 +75,7 @@ _FLAGS: dict[str, _Flag] = {
     "--quiet": lambda o: o,
     "--keep-trainjobs": lambda o: replace(o, keep_trainjobs=True),
     "--no-builtin-runtimes": lambda o: replace(o, builtin_runtimes=False),
+    "--name-hash": lambda o: replace(o, name_hash=True),  # a changed TrainJob syncs
 }
 _VALUED: dict[str, tuple[tuple[str, ...], Callable[[AppOptions, str], AppOptions]]] = {
     "--field-validation": (FIELD_VALIDATION, lambda o, v: replace(o, field_validation=v)),

@@ -2,7 +2,8 @@
 
 Both sides are rendered the same way (`compiler.render.pipeline`); the objects of each TrainJob are
 compared as canonical YAML text, so a one-line TrainJob change shows as the JobSet lines it
-changes. Text (unified diff) and Markdown (for a pull-request comment). Pure.
+changes; a change an existing JobSet cannot take in place is marked where it is
+(`compiler.gitops.updates`). Text (unified diff) and Markdown (for a pull-request comment). Pure.
 """
 
 from __future__ import annotations
@@ -12,17 +13,20 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from compiler.common.diagnostics import Diagnostic
+from compiler.gitops import updates
 from compiler.io import emit
 from compiler.render.pipeline import JobResult
 
 
 @dataclass(frozen=True)
 class JobDiff:
-    """One TrainJob that differs between the sides, and the unified diff of its objects."""
+    """One TrainJob that differs between the sides, and the unified diff of its objects
+    (with marks: `refused` of them say the cluster's JobSet refuses a change)."""
 
     name: str
     status: str  # added, removed or changed
     lines: tuple[str, ...]
+    refused: int = 0
 
 
 def rendered(results: Iterable[JobResult | Diagnostic]) -> tuple[dict[str, str],
@@ -52,15 +56,24 @@ def compare(old: dict[str, str], new: dict[str, str], labels: tuple[str, str] = 
             (before or "").splitlines(keepends=True), (after or "").splitlines(keepends=True),
             f"{labels[0]}/{name}" if before is not None else "/dev/null",
             f"{labels[1]}/{name}" if after is not None else "/dev/null", n=context)
-        out.append(JobDiff(name, status, tuple(lines)))
+        if status == "changed":
+            marked, refused = updates.mark(before or "", after or "", lines)
+            out.append(JobDiff(name, status, tuple(marked), refused))
+        else:
+            out.append(JobDiff(name, status, tuple(lines)))
     return out
 
 
 def summary(diffs: list[JobDiff]) -> str:
     """`1 changed, 0 added, 2 removed TrainJobs`."""
     count = {s: sum(d.status == s for d in diffs) for s in ("changed", "added", "removed")}
-    return (f"{count['changed']} changed, {count['added']} added, {count['removed']} removed "
+    text = (f"{count['changed']} changed, {count['added']} added, {count['removed']} removed "
             "TrainJob(s)")
+    refusing = sum(d.refused > 0 for d in diffs)
+    if refusing:
+        text += (f"; {refusing} with a change the existing JobSet refuses (marked "
+                 f"{updates.MARK.strip()})")
+    return text
 
 
 def as_text(diffs: list[JobDiff]) -> str:
@@ -80,7 +93,9 @@ def as_markdown(diffs: list[JobDiff]) -> str:
     for diff in diffs:
         fence = "````" if any("```" in line for line in diff.lines) else "```"
         body = "".join(line if line.endswith("\n") else line + "\n" for line in diff.lines)
+        warn = (f"The JobSet in the cluster refuses {diff.refused} of these changes: see "
+                f"the lines starting with `{updates.MARK.strip()}`.\n\n") if diff.refused else ""
         parts.append(f"\n<details open><summary>{diff.status.capitalize()}: TrainJob "
-                     f"<code>{diff.name}</code></summary>\n\n{fence}diff\n{body}{fence}\n\n"
-                     "</details>\n")
+                     f"<code>{diff.name}</code></summary>\n\n{warn}{fence}diff\n{body}{fence}"
+                     "\n\n</details>\n")
     return "".join(parts)

@@ -48,6 +48,7 @@ class FunctionConfig:
     validate: bool = True
     builtin_runtimes: bool = True
     default_policies: bool = True
+    name_hash: bool = False
     policies: list[str] = field(default_factory=list)
     skip: list[str] = field(default_factory=list)
     policy_values: Obj = field(default_factory=dict)
@@ -73,7 +74,8 @@ def parse_config(config: Any) -> FunctionConfig:
 
 
 _BOOLS = {"keepTrainJobs": "keep_trainjobs", "validate": "validate",
-          "builtinRuntimes": "builtin_runtimes", "defaultPolicies": "default_policies"}
+          "builtinRuntimes": "builtin_runtimes", "defaultPolicies": "default_policies",
+          "nameHash": "name_hash"}
 _OTHERS = ("policies", "skip", "policyValues", "fieldValidation", "namespace", "defaultNamespace")
 
 

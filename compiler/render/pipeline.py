@@ -24,6 +24,7 @@ from compiler.io.inputs import JOBSET, RuntimeEntry, classified, runtime_table
 from compiler.io.loader import Document, Source
 from compiler.io.placement import Placement
 from compiler.kube.defaults import apply_defaults
+from compiler.render import named
 from compiler.validate.documents import Names, Validator, skipped_jobset
 
 if TYPE_CHECKING:
@@ -111,7 +112,19 @@ def render_one(tj: Document, table: dict[RuntimeKey, RuntimeEntry],
                validator: Validator | None, options: CompileOptions | None = None) -> JobResult:
     """Validate, then (when valid) resolve and compile one TrainJob, with located diagnostics.
     A policy deny is an error but keeps the objects: they are what the cluster would create;
-    the policy decides whether the change may go there (the exit code)."""
+    the policy decides whether the change may go there (the exit code). With `name_hash`, the
+    TrainJob is rendered again as if named `<name>-<hash>` (`compiler.render.named`)."""
+    result = _render_one(tj, table, validator, options)
+    tag = named.suffix(result.objects) if options is not None and options.name_hash else None
+    if tag is None:
+        return result
+    again = named.renamed(tj, tag)
+    second = _render_one(again, table, validator, options)
+    return JobResult(tj, second.objects, named.as_original(second.diagnostics, tj, again))
+
+
+def _render_one(tj: Document, table: dict[RuntimeKey, RuntimeEntry],
+                validator: Validator | None, options: CompileOptions | None) -> JobResult:
     result = JobResult(tj)
     checked: dict[str, Any] | None = None
     if validator is not None:
