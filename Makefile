@@ -64,8 +64,9 @@ e2e-binaries:
 	e2e/cluster/build.sh
 	e2e/controlplane/build.sh
 
-# kustomize, helm and Argo CD's cmp-server for the GitOps integration tests, built from the Go
-# modules pinned in e2e/tools/go.mod and e2e/argocd/go.mod into ~/.cache/tjc-tools (once).
+# kustomize, Helm 3 and 4 and Argo CD's cmp-server for the GitOps integration tests, built from
+# the Go modules pinned in e2e/tools/go.mod, e2e/helm4/go.mod and e2e/argocd/go.mod into
+# ~/.cache/tjc-tools (once).
 gitops-tools:
 	e2e/tools/build.sh
 

@@ -1,14 +1,16 @@
-"""tjc inside the real GitOps tools: kustomize (a pipe and an exec KRM function), helm (a
-post-renderer) and the Argo CD plugin's commands run as Argo CD's cmp-server runs them.
+"""tjc inside the real GitOps tools: kustomize (a pipe and an exec KRM function), Helm 3 (a
+post-renderer executable), Helm 4 (a post-renderer plugin) and the Argo CD plugin's commands
+run as Argo CD's cmp-server runs them.
 
-kustomize and helm are the versions pinned in e2e/tools/go.mod, built by e2e/tools/build.sh
-(`make test` runs it). Without them these tests skip, except in CI (CI=true), where a missing
-tool is a failure.
+kustomize and helm are the versions pinned in e2e/tools/go.mod, Helm 4 (helm4) the one in
+e2e/helm4/go.mod, built by e2e/tools/build.sh (`make test` runs it). Without them these tests
+skip, except in CI (CI=true), where a missing tool is a failure.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import subprocess
@@ -22,22 +24,24 @@ from typing import Any
 import pytest
 import yaml
 
+from compiler import __version__
 from tests.test_cli import CONNECT, flux_files
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 ARGOCD = ROOT / "deploy" / "argocd"
+HELM4_PLUGIN = ROOT / "deploy" / "helm" / "tjc-postrenderer-plugin"
 TJC_BIN = Path(sys.executable).parent
 
 
 @pytest.fixture(scope="module")
 def tools() -> Path:
-    """The folder with kustomize and helm."""
+    """The folder with kustomize, helm and helm4."""
     found = subprocess.run([str(ROOT / "e2e" / "tools" / "build.sh"), "--print-dir"],
                            capture_output=True, text=True, check=True).stdout.strip()
     folder = Path(found)
-    if not ((folder / "kustomize").is_file() and (folder / "helm").is_file()):
-        message = f"kustomize and helm not built (run e2e/tools/build.sh): {folder}"
+    if not all((folder / name).is_file() for name in ("kustomize", "helm", "helm4")):
+        message = f"kustomize, helm and helm4 not built (run e2e/tools/build.sh): {folder}"
         if os.environ.get("CI") == "true":
             pytest.fail(message)
         pytest.skip(message)
@@ -71,6 +75,7 @@ def test_tools_are_the_pinned_versions(tools: Path) -> None:
     assert sh([str(tools / "kustomize"), "version"], os.environ.copy()).stdout.strip() == \
         "v5.7.1"
     assert 'Version:"v3.19.0"' in sh([str(tools / "helm"), "version"], os.environ.copy()).stdout
+    assert 'Version:"v4.3.1"' in sh([str(tools / "helm4"), "version"], os.environ.copy()).stdout
 
 
 def test_kustomize_build_piped_through_passthrough(tools: Path) -> None:
@@ -143,6 +148,88 @@ def test_helm_post_renderer_with_the_release_namespace(tools: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert [(d["kind"], d["metadata"].get("namespace")) for d in docs(done.stdout)] == [
         ("ConfigMap", None), ("JobSet", "team-a")]
+
+
+# --- Helm 4: the post-renderer plugin -----------------------------------------------------------
+
+@pytest.fixture()
+def helm4(tools: Path, tmp_path: Path) -> dict[str, str]:
+    """The environment of a Helm 4 with its own data, config and cache folders, the plugin
+    installed there (`helm plugin install` of a folder links it into $HELM_DATA_HOME/plugins,
+    where Helm looks when HELM_PLUGINS is not set)."""
+    env = env_with(tools, HELM_DATA_HOME=str(tmp_path / "helm-data"),
+                   HELM_CONFIG_HOME=str(tmp_path / "helm-config"),
+                   HELM_CACHE_HOME=str(tmp_path / "helm-cache"),
+                   KUBECONFIG=str(tmp_path / "no-kubeconfig"))
+    env.pop("HELM_PLUGINS", None)
+    done = sh(["helm4", "plugin", "install", str(HELM4_PLUGIN)], env)
+    assert done.returncode == 0, done.stderr
+    listed = sh(["helm4", "plugin", "list"], env)
+    assert listed.stdout.split("\n")[1].split()[:3] == ["tjc", __version__, "postrenderer/v1"]
+    return env
+
+
+def test_helm4_template_and_install_with_the_plugin(helm4: dict[str, str]) -> None:
+    done = sh(["helm4", "template", "demo", str(EXAMPLES / "helm-chart"), "--set", "numNodes=3",
+               "--post-renderer", "tjc"], helm4)
+    assert done.returncode == 0, done.stderr
+    out = docs(done.stdout)
+    assert [(d["kind"], d["metadata"]["name"]) for d in out] == [
+        ("ConfigMap", "demo-config"), ("JobSet", "demo")]
+    assert parallelism(out[1]) == 3
+    # each --post-renderer-args is one more tjc render argument
+    done = sh(["helm4", "install", "demo", str(EXAMPLES / "helm-chart"), "--dry-run=client",
+               "-o", "json", "--post-renderer", "tjc",
+               "--post-renderer-args=--keep-trainjobs"], helm4)
+    assert done.returncode == 0, done.stderr
+    manifest = docs(json.loads(done.stdout)["manifest"])
+    assert [d["kind"] for d in manifest] == ["ConfigMap", "JobSet", "TrainJob"]
+
+
+def privileged_chart(tmp_path: Path) -> Path:
+    """The example chart with its TrainJob on a runtime of the chart that runs privileged."""
+    chart = tmp_path / "chart"
+    shutil.copytree(EXAMPLES / "helm-chart", chart)
+    case = (ROOT / "policies" / "testdata" / "security-privileged-fail.yaml").read_text()
+    (chart / "templates" / "runtime.yaml").write_text(
+        case.replace("name: policy-case", "name: privileged-runtime"))
+    job = chart / "templates" / "trainjob.yaml"
+    job.write_text(job.read_text().replace("name: torch-distributed",
+                                           "name: privileged-runtime"))
+    return chart
+
+
+def test_helm3_and_helm4_fail_with_tjcs_message(tools: Path, helm4: dict[str, str],
+                                                tmp_path: Path) -> None:
+    chart = privileged_chart(tmp_path)
+    denied = "containers must not run privileged [security.privileged]"
+    done = sh(["helm4", "template", "demo", str(chart), "--post-renderer", "tjc"], helm4)
+    assert done.returncode == 1 and done.stdout == ""
+    # Helm 4.3 drops a plugin's stderr; the plugin writes tjc's lines to Helm's own stderr
+    lines = done.stderr.splitlines()
+    assert lines[0].startswith("<stdin>:") and lines[0].endswith(denied), done.stderr
+    assert 'failed to invoke post-renderer plugin "tjc": plugin "tjc" exited with error' \
+        in lines[1]
+    done = sh(["helm", "template", "demo", str(chart), "--post-renderer",
+               str(ROOT / "deploy" / "helm" / "tjc-post-renderer")], env_with(tools))
+    assert done.returncode == 1 and done.stdout == ""
+    assert denied in done.stderr and "error while running command" in done.stderr
+
+
+def test_helm4_plugin_command_outside_helm() -> None:
+    """Run by hand, the plugin's command is tjc render --passthrough: the manifests out, or
+    tjc's messages on its own stderr and exit code 1; warnings are kept back, as Helm 3
+    keeps them back from a post-renderer that succeeds."""
+    command = [str(HELM4_PLUGIN / "tjc-post-renderer")]
+    env = {**os.environ, "PATH": os.pathsep.join([str(TJC_BIN), os.environ.get("PATH", "")])}
+    env.pop("HELM_PLUGIN_NAME", None)
+    done = sh([*command, "--keep-trainjobs"], env,
+              stdin=(EXAMPLES / "torch-mnist.yaml").read_text())
+    assert done.returncode == 0 and done.stderr == ""
+    assert [d["kind"] for d in docs(done.stdout)] == ["TrainJob", "JobSet"]
+    done = sh(command, env, stdin="kind: [\n")
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.startswith("<stdin>:2:1: error: cannot parse YAML")
 
 
 # --- Argo CD: the plugin's commands, run as the cmp-server runs them -----------------------
