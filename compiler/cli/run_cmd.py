@@ -148,12 +148,12 @@ def _compile(args: argparse.Namespace) -> JobResult | int:
                 print(diag.text(), file=sys.stderr)
         if isinstance(item, JobResult) and any(item.trainjob.source is s for s in mine):
             jobs.append(item)
-    if failed:
-        return 1
-    if len(jobs) != 1:
+    if len(jobs) != 1:  # a usage error first (two TrainJobs of one name are also an error)
         print(f"tjc: {args.trainjob} must hold exactly one TrainJob, found {len(jobs)}",
               file=sys.stderr)
         return 2
+    if failed:
+        return 1
     return jobs[0]
 
 
