@@ -21,9 +21,18 @@ def env_list(prefix: str = "") -> st.SearchStrategy[list[Obj]]:
                                                                             strict=True)]))
 
 
+def _whole_gpus(amounts: dict[str, str]) -> dict[str, str]:
+    """An extended resource is a whole number (the API server refuses `500m` GPUs, and so
+    does tjc's admission): a generated valid input keeps to that."""
+    gpu = amounts.get("nvidia.com/gpu")
+    if gpu is not None and not gpu.isdigit():
+        amounts["nvidia.com/gpu"] = "1"
+    return amounts
+
+
 resources = st.fixed_dictionaries({}, optional={
     "limits": st.dictionaries(st.sampled_from(["cpu", "memory", "nvidia.com/gpu"]),
-                              st.sampled_from(QUANTITIES), max_size=3),
+                              st.sampled_from(QUANTITIES), max_size=3).map(_whole_gpus),
     "requests": st.dictionaries(st.sampled_from(["cpu", "memory"]),
                                 st.sampled_from(QUANTITIES), max_size=2),
 })
