@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup wheel train-env policies-test plugin-orders test e2e e2e-binaries gitops-tools lint typecheck unit golden bench schemas schemas-check gofacts render clean oracle parity fuzz
+.PHONY: setup wheel train-env policies-test test e2e e2e-binaries gitops-tools lint typecheck unit golden bench schemas schemas-check gofacts render clean oracle parity fuzz
 
 CUE_LIB := build/cue/libtjccue.so
 FLUX_TEMPLATES := build/flux/.installed
@@ -100,11 +100,6 @@ schemas: setup
 # Facts about Go's JSON encoding of the JobSet types, from the pinned Go modules (needs Go).
 gofacts:
 	cd schemas/gotypes && GOFLAGS=-mod=readonly go run . > ../../compiler/kube/_go_facts.py
-
-# The plugin orders networkx gives, generated so that start-up need not import networkx.
-plugin-orders: setup
-	$(BIN)/python -c "from compiler.core.plugins.graph import generate; print(generate(), end='')" \
-		> compiler/core/plugins/_orders.py
 
 golden: setup
 	TJC_UPDATE_GOLDEN=1 $(BIN)/python -m pytest -q tests/test_golden.py

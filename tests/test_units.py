@@ -3,18 +3,22 @@ graph, defaulting and the loader's bounds."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import marshal
+import sys
+from itertools import combinations
 from pathlib import Path
 
 import pytest
 
+from compiler.common import diskcache
 from compiler.common.diagnostics import Severity
 from compiler.common.errors import CompileError, PluginGraphError
 from compiler.core import upsert
 from compiler.core.plugins import REGISTRY
-from compiler.core.plugins._orders import ORDERS
 from compiler.core.plugins.base import PluginResult, PluginSpec
-from compiler.core.plugins.graph import _networkx_order, generate, plugin_order
+from compiler.core.plugins.graph import CACHE_AREA, build_graph, cache_name, plugin_order
 from compiler.io.loader import Source, parse_source
 from compiler.io.loadlimits import MAX_NODES
 from compiler.kube import quantity
@@ -110,6 +114,12 @@ def test_defaults_come_from_the_crds() -> None:
     assert container["ports"][0]["protocol"] == "TCP"
 
 
+@pytest.fixture
+def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv(diskcache.CACHE_ENV, str(tmp_path))
+    return tmp_path
+
+
 def _plugin(name: str, requires: frozenset[str] | set[str] = frozenset(),
             provides: frozenset[str] | set[str] = frozenset()
             ) -> PluginSpec:
@@ -117,20 +127,64 @@ def _plugin(name: str, requires: frozenset[str] | set[str] = frozenset(),
                       requires=frozenset(requires), provides=frozenset(provides))
 
 
-def test_plugin_graph_orders_by_facts_then_registry() -> None:
+def test_plugin_graph_orders_by_facts_then_registry(cache_dir: Path) -> None:
     names = [p.name for p in plugin_order(list(REGISTRY))]
     assert names.index("jobset") == len(names) - 1
     order = plugin_order([_plugin("late", {"counts"}), _plugin("early", provides={"counts"})])
     assert [p.name for p in order] == ["early", "late"]
 
 
-def test_generated_plugin_orders_are_networkx_orders() -> None:
-    """`_orders.py` is what `make plugin-orders` writes today, and agrees with networkx."""
-    path = Path(__file__).resolve().parent.parent / "compiler" / "core" / "plugins" / "_orders.py"
-    assert path.read_text() == generate(), "run make plugin-orders"
-    assert len(ORDERS) > 100
-    full = tuple(p.name for p in REGISTRY)
-    assert ORDERS[full] == tuple(p.name for p in _networkx_order(REGISTRY))
+def _names(plugins: list[PluginSpec]) -> list[str]:
+    return [p.name for p in plugins]
+
+
+def test_plugin_order_of_every_registry_subset_is_networkxs(
+        cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """For every set of the registry's plugins that has an order, the order `plugin_order`
+    gives with a cold cache (computed, then stored) and with a warm one (read back, networkx
+    not importable) is networkx's topological order with ties broken by registry position,
+    computed here fresh."""
+    import networkx as nx
+
+    position = {p.name: i for i, p in enumerate(REGISTRY)}
+    expected: dict[tuple[PluginSpec, ...], list[str]] = {}
+    for size in range(1, len(REGISTRY) + 1):
+        for subset in combinations(REGISTRY, size):
+            with contextlib.suppress(PluginGraphError, nx.NetworkXUnfeasible):
+                expected[subset] = list(nx.lexicographical_topological_sort(
+                    build_graph(subset), key=position.__getitem__))
+    assert len(expected) > 400
+    assert {s: _names(plugin_order(s)) for s in expected} == expected
+    assert len(list((cache_dir / CACHE_AREA).iterdir())) == len(expected)  # one entry a set
+    monkeypatch.setitem(sys.modules, "networkx", None)  # `import networkx` now fails
+    assert {s: _names(plugin_order(s)) for s in expected} == expected
+
+
+def test_plugin_order_entry_that_is_no_order_of_the_plugins_is_a_miss(cache_dir: Path) -> None:
+    plugins = [_plugin("late", {"counts"}), _plugin("early", provides={"counts"})]
+    assert _names(plugin_order(plugins)) == ["early", "late"]
+    entry = cache_dir / CACHE_AREA / cache_name(plugins)
+    raw = bytearray(entry.read_bytes())
+    raw[-1] ^= 1  # corrupt: the checksum no longer matches
+    entry.write_bytes(bytes(raw))
+    assert _names(plugin_order(plugins)) == ["early", "late"]
+    for bad in (("early",), ("early", "early"), ("early", "late", "x"), ["early", "late"],
+                (1, 2), "early late"):  # checksummed, but not the two plugins once each
+        diskcache.write(CACHE_AREA, entry.name, marshal.dumps(bad))
+        assert _names(plugin_order(plugins)) == ["early", "late"]
+    diskcache.write(CACHE_AREA, entry.name, b"\xff not marshal")
+    assert _names(plugin_order(plugins)) == ["early", "late"]
+
+
+def test_plugin_order_cache_entry_follows_every_declaration() -> None:
+    a, b = _plugin("a", provides={"x"}), _plugin("b", {"x"})
+    variants = [[a, b], [b, a], [a], [a, _plugin("b", {"x"}, {"y"})],
+                [a, dataclasses.replace(b, after=frozenset({"y"}))],
+                [_plugin("a", provides={"x", "y"}), b], [a, _plugin("c", {"x"})],
+                [dataclasses.replace(p, provides=p.provides | {"new"}) if p.name == "mpi" else p
+                 for p in REGISTRY], list(REGISTRY)]
+    assert len({cache_name(v) for v in variants}) == len(variants)
+    assert cache_name([a, b]) == cache_name([_plugin("a", provides={"x"}), _plugin("b", {"x"})])
 
 
 def test_plugins_are_activated_by_the_runtime_alone() -> None:

@@ -1,7 +1,7 @@
 """Blobs kept between runs under the user's cache folder, checked before they are used.
 
 Start-up work whose result is a pure function of the package (the built-in runtimes parsed,
-the CRDs' CEL rules compiled) is stored as bytes under `$XDG_CACHE_HOME` (or `~/.cache`)
+the CRDs' CEL rules compiled, the plugin order) is stored under `$XDG_CACHE_HOME` (or `~/.cache`)
 `/trainjob-compiler/<version>/<area>/<name>`, `<name>` being a digest of everything the
 result depends on, chosen by the caller. Each file starts with the sha256 of the rest: a
 truncated, corrupt or mixed-up file reads as absent, and the caller then does the work again,
@@ -10,7 +10,8 @@ cache off); a folder that cannot be read or written is ignored. The folder is tr
 as the user's home is (whoever can write it can write the user's Python files too); nothing
 here is executed, every entry is data the caller checks for shape.
 
-Called by `compiler.io.builtin` and `compiler.kube.cel`; holds no knowledge of either.
+Called by `compiler.io.builtin`, `compiler.kube.cel` and `compiler.core.plugins.graph`; holds
+no knowledge of any.
 """
 
 from __future__ import annotations
@@ -49,6 +50,16 @@ def key(*parts: bytes | str) -> str:
         raw = part.encode() if isinstance(part, str) else part
         digest.update(hashlib.sha256(raw).digest())
     return digest.hexdigest()
+
+
+def file_stamp(path: str) -> str:
+    """The identity of a file an entry depends on without being read (a library, the code
+    that does the work): its path, size and modification time, or `absent`."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return "absent"
+    return f"{path}:{stat.st_size}:{stat.st_mtime_ns}"
 
 
 def read(area: str, name: str) -> bytes | None:

@@ -4,7 +4,8 @@ The pipeline: structural pass and CRD defaulting of both inputs, the context bui
 active plugins in graph order (each returns edits the core applies), the JobSet builder last.
 A runtime can be prepared once (`prepare_runtime`) and reused for many TrainJobs. Returns plain
 dicts and diagnostics; never raises for bad input, never mutates its arguments, reads no file,
-clock, environment or random source. `compile_trainjob` admits the TrainJob first (as the API
+clock, environment or random source (but the start-up cache, `compiler.common.diskcache`,
+which never changes a result). `compile_trainjob` admits the TrainJob first (as the API
 server would) unless told not to. Callers: the render application, the controller, the library
 API.
 """
@@ -93,9 +94,10 @@ class PreparedRuntime:
         return self._key[0]
 
     def plugins(self, ctx: Context) -> tuple[PluginSpec, ...]:
-        """The active plugins in graph order, decided once: a plugin's `active` reads only
-        the runtime's mlPolicy and podGroupPolicy (`ctx.ml_policy`, `ctx.pod_group_policy`,
-        which runtime patches do not change)."""
+        """The active plugins in graph order, decided once and kept here (the order comes from
+        the start-up cache, or networkx): a plugin's `active` reads only the runtime's
+        mlPolicy and podGroupPolicy (`ctx.ml_policy`, `ctx.pod_group_policy`, which runtime
+        patches do not change)."""
         if not self._plugins:
             self._plugins.append(tuple(plugin_order([p for p in REGISTRY if p.active(ctx)])))
         return self._plugins[0]

@@ -14,7 +14,6 @@ compile is never stored (its problem is reported from a fresh compile every run)
 from __future__ import annotations
 
 import marshal
-import os
 from typing import Any
 
 from compiler.common import diskcache
@@ -43,12 +42,7 @@ def write_plan(key: str, source: bytes, plan: Any) -> None:
 
 def library_stamp(module: Any) -> str:
     """The CEL runtime library's identity: its file, size and modification time."""
-    path = str(getattr(module, "__file__", "") or "")
-    try:
-        stat = os.stat(path)
-    except OSError:
-        return "absent"
-    return f"{path}:{stat.st_size}:{stat.st_mtime_ns}"
+    return diskcache.file_stamp(str(getattr(module, "__file__", "") or ""))
 
 
 class ProgramStore:

@@ -123,7 +123,7 @@ class PluginResult:
 @dataclass(frozen=True, eq=False)
 class PluginSpec:
     """A plugin's declaration: name, activation, facts and its phase functions. Two are
-    equal only when they are the same declaration (the graph's order is memoised by them).
+    equal only when they are the same declaration.
 
     `active` decides from the runtime alone (its mlPolicy or podGroupPolicy): a prepared
     runtime asks once (`PreparedRuntime.plugins`).

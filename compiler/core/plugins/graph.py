@@ -1,35 +1,39 @@
 """Order the active plugins from what they require and provide (networkx).
 
 An edge runs from every provider of a fact to every plugin that requires it (or orders itself
-`after` it). Ties break by registry position, so the order is deterministic. A cycle or a
-required fact no active plugin provides is a `PluginGraphError` naming every plugin involved.
-Pure; called by `compiler.core.compile` and `tjc explain`.
+`after` it). Ties break by position in the given sequence (registry order), so the order is
+deterministic. A cycle or a required fact no active plugin provides is a `PluginGraphError`
+naming every plugin involved. Called by `PreparedRuntime.plugins` (which keeps the order of
+its runtime's plugins in memory) and `tjc explain`; reads nothing but the start-up cache.
 
 networkx is the one source of the order, but importing it costs more start-up than a one-file
-`tjc validate` may spend, so the orders of every set of the registry's own plugins are
-generated from it ahead of time (`generate`, run by `make plugin-orders`; a test checks the
-file is current). Any other set of plugins
-(or one that fails) goes through networkx at run time.
+`tjc validate` may spend, so the order it gives a set of plugins is kept in the start-up cache
+(`compiler.common.diskcache`, area `plugin-order`), named by the digest of every plugin's
+declaration in sequence and of this module's file: networkx is imported on a miss only. An
+entry that is not an order of exactly the given plugins counts as a miss; an error is never
+stored (it is computed again, with its message, every run).
 """
 
 from __future__ import annotations
 
+import marshal
 from collections.abc import Sequence
-from functools import lru_cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import networkx as nx
 
+from compiler.common import diskcache
 from compiler.common.diagnostics import error
 from compiler.common.errors import PluginGraphError
 from compiler.core.plugins.base import PluginSpec
 
+CACHE_AREA = "plugin-order"
+
 
 def build_graph(plugins: Sequence[PluginSpec]) -> nx.DiGraph:
     """The dependency graph of the given plugins, nodes in registry order. (networkx is
-    imported here, not at module load: it costs a tenth of a second of start-up, and the
-    order it computes is memoised.)"""
+    imported here, not at module load: it costs a tenth of a second of start-up.)"""
     import networkx as nx
 
     graph = nx.DiGraph()
@@ -51,21 +55,36 @@ def build_graph(plugins: Sequence[PluginSpec]) -> nx.DiGraph:
 
 
 def plugin_order(plugins: Sequence[PluginSpec]) -> list[PluginSpec]:
-    """Topological order with ties broken by registry position (memoised: plugins are
-    immutable declarations, so the same set always gives the same order)."""
-    return list(_order(tuple(plugins)))
+    """Topological order with ties broken by position in `plugins`: from the start-up cache,
+    or from networkx (and then stored)."""
+    given = tuple(plugins)
+    name = cache_name(given)
+    order = _decode(diskcache.read(CACHE_AREA, name), given)
+    if order is None:
+        order = _networkx_order(given)
+        diskcache.write(CACHE_AREA, name, marshal.dumps(tuple(p.name for p in order)))
+    return list(order)
 
 
-@lru_cache(maxsize=64)
-def _order(plugins: tuple[PluginSpec, ...]) -> tuple[PluginSpec, ...]:
-    from compiler.core.plugins import REGISTRY
-    from compiler.core.plugins._orders import ORDERS
+def cache_name(plugins: Sequence[PluginSpec]) -> str:
+    """The cache entry of a sequence of plugins: what the order depends on, namely each
+    plugin's name and facts in sequence, and the rule that orders them (this file)."""
+    return diskcache.key(CACHE_AREA, diskcache.file_stamp(__file__), *(repr((
+        p.name, sorted(p.requires), sorted(p.provides), sorted(p.after))) for p in plugins))
 
-    own = {p.name: p for p in REGISTRY}
-    known = ORDERS.get(tuple(p.name for p in plugins))
-    if known is not None and all(own.get(p.name) is p for p in plugins):
-        return tuple(own[name] for name in known)
-    return _networkx_order(plugins)
+
+def _decode(raw: bytes | None, plugins: tuple[PluginSpec, ...]
+            ) -> tuple[PluginSpec, ...] | None:
+    """The stored order, if it names each of the given plugins exactly once."""
+    try:
+        names = marshal.loads(raw) if raw is not None else None
+    except (EOFError, ValueError, TypeError):
+        return None
+    by_name = {p.name: p for p in plugins}
+    if not (isinstance(names, tuple) and all(isinstance(n, str) for n in names)
+            and len(names) == len(plugins) == len(by_name) and set(names) == set(by_name)):
+        return None
+    return tuple(by_name[n] for n in names)
 
 
 def _networkx_order(plugins: tuple[PluginSpec, ...]) -> tuple[PluginSpec, ...]:
@@ -82,23 +101,3 @@ def _networkx_order(plugins: tuple[PluginSpec, ...]) -> tuple[PluginSpec, ...]:
             "TJC-PLUGIN-GRAPH",
             f"plugin dependency cycle between {', '.join(cycle)}")) from exc
     return tuple(by_name[n] for n in names)
-
-
-def generate() -> str:
-    """The source of `_orders.py`: networkx's order for every subset of the registry that
-    orders without error."""
-    from itertools import combinations
-
-    from compiler.core.plugins import REGISTRY
-
-    lines = ['"""Generated by `make plugin-orders`: the order networkx gives every',
-             'set of the registry\'s plugins (active names in registry order -> run order)."""',
-             "", "ORDERS: dict[tuple[str, ...], tuple[str, ...]] = {"]
-    for size in range(1, len(REGISTRY) + 1):
-        for subset in combinations(REGISTRY, size):
-            try:
-                names = tuple(p.name for p in _networkx_order(subset))
-            except PluginGraphError:
-                continue
-            lines.append(f"    {tuple(p.name for p in subset)!r}: {names!r},")
-    return "\n".join([*lines, "}", ""])
