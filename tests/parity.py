@@ -1,5 +1,7 @@
 """Compare tjc with the parity oracle on one case: the cluster's accept/reject of every
-runtime and of the TrainJob, then what the controller creates.
+runtime and of the TrainJob, then whether the API server would refuse the Jobs or Pods of the
+JobSet upstream builds (tjc must refuse exactly those TrainJobs: `TJC-POD-*`, and the amounts
+`compiler.kube.podresources` reports), then what the controller creates.
 
 Upstream ranges over Go maps, so the oracle runs each case several times and returns every
 distinct output; tjc's must equal one of them. Objects are compared as a set (tjc's object
@@ -58,12 +60,29 @@ def _runtime_errors(diagnostics: list[Diagnostic]) -> bool:
     return refused(d for d in diagnostics if d.obj is not None and d.obj.kind != "TrainJob")
 
 
+def _pod_refusal(d: Diagnostic) -> bool:
+    """An error about what the API server refuses of the Jobs and Pods (the JobSet is taken)."""
+    return d.severity is Severity.ERROR and (d.rule.startswith("TJC-POD-") or d.subject == "pods")
+
+
+def _admission(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+    """The diagnostics but the pod refusals, and but the TrainJob's TJC-RUNTIME-INVALID when
+    its runtime has no other error."""
+    others = [d for d in diagnostics if not _pod_refusal(d)]
+    if not _runtime_errors(others):
+        others = [d for d in others if d.rule != "TJC-RUNTIME-INVALID"]
+    return others
+
+
 def difference(oracle: Oracle, runtimes: list[Obj], trainjob: Obj) -> tuple[str, str] | None:
     """None when tjc agrees with upstream, else (class of the difference, detail)."""
     request = {"op": "case", "runtimes": runtimes, "trainjob": trainjob}
     answer = oracle.ask({**request, "runs": RUNS})
-    rejected, objects, diagnostics = tjc_case(runtimes, trainjob)
+    _, objects, diagnostics = tjc_case(runtimes, trainjob)
     texts = "; ".join(d.text() for d in diagnostics if d.severity is Severity.ERROR)
+    pods_refused = any(_pod_refusal(d) for d in diagnostics)
+    diagnostics = _admission(diagnostics)
+    rejected = refused(diagnostics)
     upstream_rt = any(r.get("errors") for r in answer["runtimes"])
     if upstream_rt != _runtime_errors(diagnostics):
         return ("runtime accept/reject",
@@ -83,6 +102,11 @@ def difference(oracle: Oracle, runtimes: list[Obj], trainjob: Obj) -> tuple[str,
     if answer.get("managedBy"):
         if objects:
             return ("managedBy", f"upstream creates nothing (managed by {answer['managedBy']})")
+        return None
+    if bool(answer.get("podErrors")) != pods_refused:
+        return ("pod refusal", f"API server: {answer.get('podErrors') or 'accepted'}; "
+                f"tjc: {texts or 'accepted'}")
+    if pods_refused:
         return None
     if any(d.severity is Severity.ERROR and d.subject != "pods" for d in diagnostics):
         # (errors about the Pods keep the objects: the cluster refuses only the Pods)

@@ -34,7 +34,7 @@ from compiler.kube.objectmeta import (
     max_len_error,
     regex_error,
 )
-from compiler.kube.podresources import _HOLDERS, _MAX_WALK
+from compiler.kube.podresources import _HOLDERS, _MAX_WALK, MILLI_OVERFLOW
 from compiler.kube.quantity import QuantityError, parse
 from compiler.validate.quirks import (
     _dict,
@@ -111,6 +111,10 @@ def _problem(name: str, amount: str | int) -> tuple[str, str] | None:
     if _is_extended(name) and value.denominator != 1:
         return ("TJC-RESOURCE-NOT-INTEGER", f"{name} is {amount}: an extended resource "
                 "must be an integer; the Pods would be refused")
+    if _is_extended(name) and abs(value) >= MILLI_OVERFLOW:
+        return ("TJC-RESOURCE-NOT-INTEGER", f"{name} is {amount}: an extended resource must "
+                "be below 2^63 thousandths (9223372036854775.807); beyond, the API server's "
+                "integer check overflows and the Pods would be refused")
     return None
 
 

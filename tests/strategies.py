@@ -9,7 +9,6 @@ from compiler.io.builtin import builtin_runtimes
 
 ANCESTOR = "trainer.kubeflow.org/trainjob-ancestor-step"
 ENV_NAMES = ["A", "B", "JAX_NUM_PROCESSES", "JAX_PROCESS_ID", "LR", "STORAGE_URI"]
-QUANTITIES = ["1", "2", "500m", "2000m", "1Gi", "1024Mi", "0.5", "3", "100M"]
 names = st.from_regex(r"[a-z][a-z0-9]{0,8}", fullmatch=True)
 
 
@@ -21,20 +20,16 @@ def env_list(prefix: str = "") -> st.SearchStrategy[list[Obj]]:
                                                                             strict=True)]))
 
 
-def _whole_gpus(amounts: dict[str, str]) -> dict[str, str]:
-    """An extended resource is a whole number (the API server refuses `500m` GPUs, and so
-    does tjc's admission): a generated valid input keeps to that."""
-    gpu = amounts.get("nvidia.com/gpu")
-    if gpu is not None and not gpu.isdigit():
-        amounts["nvidia.com/gpu"] = "1"
-    return amounts
-
-
+# Requests below every limit, whole GPUs as limits only: the API server takes the Pods however
+# the TrainJob's resourcesPerNode merges with the runtime's resources.
+_REQUESTS = {"cpu": ["500m", "1", "0.5"], "memory": ["100M", "1Gi"]}
+_LIMITS = {"cpu": ["2", "2000m", "3"], "memory": ["1Gi", "1024Mi", "2Gi"],
+           "nvidia.com/gpu": ["1", "2", "3"]}
 resources = st.fixed_dictionaries({}, optional={
-    "limits": st.dictionaries(st.sampled_from(["cpu", "memory", "nvidia.com/gpu"]),
-                              st.sampled_from(QUANTITIES), max_size=3).map(_whole_gpus),
-    "requests": st.dictionaries(st.sampled_from(["cpu", "memory"]),
-                                st.sampled_from(QUANTITIES), max_size=2),
+    "limits": st.lists(st.sampled_from(sorted(_LIMITS)), unique=True, max_size=3).flatmap(
+        lambda keys: st.fixed_dictionaries({k: st.sampled_from(_LIMITS[k]) for k in keys})),
+    "requests": st.lists(st.sampled_from(sorted(_REQUESTS)), unique=True, max_size=2).flatmap(
+        lambda keys: st.fixed_dictionaries({k: st.sampled_from(_REQUESTS[k]) for k in keys})),
 })
 
 
@@ -51,8 +46,8 @@ def plain_runtime(draw: st.DrawFn) -> Obj:
         if draw(st.booleans()):
             container["resources"] = draw(resources)
         job_spec: Obj = {"template": {"spec": {"containers": [container]}}}
-        if draw(st.booleans()):
-            job_spec["parallelism"] = draw(st.integers(1, 5))
+        if draw(st.booleans()):  # (an Indexed Job needs completions too)
+            job_spec["parallelism"] = job_spec["completions"] = draw(st.integers(1, 5))
         jobs.append({"name": name, "template": {"metadata": {"labels": labels}, "spec": job_spec}})
     spec: Obj = {"template": {"spec": {"replicatedJobs": jobs}}}
     policy = draw(st.sampled_from(["none", "plain", "jax"]))

@@ -311,7 +311,8 @@ def test_a_volume_item_the_api_server_refuses(field: str, path: str, verb: str,
 def test_local_run_with_unicode_digits_for_ports(tmp_path: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     """An env value or a readiness probe port of "²" passed str.isdigit and crashed int()
-    with a traceback while the local run was planned."""
+    with a traceback while the local run was planned. The probe port is no port name the API
+    server takes (TJC-POD-PROBE): refused before planning; the env value alone runs."""
     runtime = """apiVersion: trainer.kubeflow.org/v1alpha1
 kind: TrainingRuntime
 metadata: {name: tiny, namespace: team}
@@ -338,6 +339,12 @@ spec:
     (tmp_path / "rt.yaml").write_text(runtime)
     (tmp_path / "job.yaml").write_text(job)
     (tmp_path / "run").mkdir()
+    code = main(["run", "--local", "--workdir", str(tmp_path / "run"), "--runtime",
+                 str(tmp_path / "rt.yaml"), str(tmp_path / "job.yaml")])
+    out, err = capsys.readouterr()
+    assert code == 1 and "tcpSocket.port: port '²'" in out + err and "Traceback" not in err
+    (tmp_path / "rt.yaml").write_text(runtime.replace(
+        '                  readinessProbe: {tcpSocket: {port: "²"}}\n', ""))
     code = main(["run", "--local", "--workdir", str(tmp_path / "run"), "--runtime",
                  str(tmp_path / "rt.yaml"), str(tmp_path / "job.yaml")])
     out, err = capsys.readouterr()

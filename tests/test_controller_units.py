@@ -343,15 +343,18 @@ def test_reconcile_refuses_what_the_webhook_refuses() -> None:
 def test_reconcile_refuses_a_policy_deny_and_builds_what_passes() -> None:
     kube = FakeKube()
     _with_runtime(kube)
-    mismatched = {"numNodes": 1, "resourcesPerNode": {
-        "requests": {"nvidia.com/gpu": "1"}, "limits": {"nvidia.com/gpu": "2"}}}
-    kube.put(TRAINJOB, _trainjob(trainer=mismatched))
+    # (a GPU request unequal to its limit, which this test used, the API server refuses:
+    # TJC-POD-RESOURCES, before any policy; a privileged container only policy denies)
+    privileged = [{"manager": "example.com/m", "trainingRuntimeSpec": {"template": {"spec": {
+        "replicatedJobs": [{"name": "node", "template": {"spec": {"template": {"spec": {
+            "containers": [{"name": "node", "securityContext": {"privileged": True}}]}}}}}]}}}}]
+    kube.put(TRAINJOB, _trainjob(trainer={"numNodes": 1}, runtimePatches=privileged))
     reconciler = _reconciler(kube)
     reconciler.policies = _policies()
     reconciler.reconcile(("ns", "j"))
     failed = st.condition(kube.status_patches[-1]["status"], "Failed")
     assert failed is not None and failed["reason"] == INVALID_REASON
-    assert "[resources.extended-requests-equal-limits]" in failed["message"]
+    assert "[security.privileged]" in failed["message"]
     assert not [o for o in kube.applied if o["kind"] == "JobSet"]
     good = FakeKube()
     _with_runtime(good)

@@ -1,6 +1,6 @@
 """`tjc run --local` writes only below its run folder and leaves no process behind.
 
-Volume files: an item path or mode the API server refuses (`compiler.kube.podvolumes`) is
+Volume files: an item path or mode the API server refuses (`compiler.kube.podspec.volumefiles`) is
 refused before anything is written; the writer itself never leaves a volume's folder (not
 through `..`, an absolute path or a planted symbolic link) and chooses the modes: 0600 for
 Secret keys, never set-uid, set-gid or sticky bits. Processes: whatever signals tjc gets
@@ -30,7 +30,7 @@ from compiler.core.context import CompileOptions
 from compiler.io.builtin import builtin_runtimes
 from compiler.io.loader import read_sources
 from compiler.io.sshkeys import generated
-from compiler.kube import podvolumes
+from compiler.kube.podspec import volumefiles
 from compiler.localrun import plan, volumes
 from compiler.render.pipeline import JobResult, render_stream
 from tests.test_localrun import TRAINJOB, _jobset, _plan
@@ -271,7 +271,7 @@ def test_a_planted_link_is_not_followed(tmp_path: Path) -> None:
 ])
 def test_podvolumes_follows_the_api_server(pod_spec: dict[str, Any],
                                            expected: list[tuple[tuple[Any, ...], str]]) -> None:
-    found = podvolumes.problems(pod_spec)
+    found = volumefiles.problems(pod_spec)
     assert [path for path, _ in found] == [path for path, _ in expected], found
     assert all(part in message for (_, message), (_, part) in zip(found, expected, strict=True))
 

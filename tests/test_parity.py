@@ -1,9 +1,12 @@
 """Differential tests against upstream's own Go code (the parity oracle, `tests/oracle.py`).
 
 Generated runtimes and TrainJobs go through both tjc and Kubeflow Trainer v2.3.0 (API server
-create path, webhooks, NewObjects); accept/reject and the objects must agree. Quantities and
-strategic merge patches are compared with k8s.io/apimachinery. Every difference found is
-collected and reported by class at the end, not only the first.
+create path, webhooks, NewObjects); accept/reject, whether kube-apiserver would refuse the Jobs
+and Pods of the JobSet built, and the objects must agree. Generated Job templates go through
+tjc's pod rules and kube-apiserver's own Job and Pod validation (k8s.io/kubernetes): the same
+field paths must be refused. Quantities and strategic merge patches are compared with
+k8s.io/apimachinery. Every difference found is collected and reported by class at the end, not
+only the first.
 
 Examples: TJC_PARITY_EXAMPLES (default 500; derandomized in CI); `make parity N=...` runs a
 longer, random campaign.
@@ -24,6 +27,7 @@ from hypothesis import strategies as st
 from compiler.io.builtin import builtin_runtimes
 from compiler.kube import quantity
 from tests import goldenfile
+from tests import parity_pods as pp
 from tests import parity_strategies as ps
 from tests.oracle import Oracle, build
 from tests.parity import difference
@@ -65,6 +69,32 @@ def test_trainjobs_match_upstream(oracle: Oracle) -> None:
     check()
     print(f"\nparity: {counter['n']} TrainJob examples compared with upstream")
     assert counter["n"] >= min(EXAMPLES, 500) and not found, _report(found, counter["n"])
+
+
+def test_pod_templates_match_the_api_server(oracle: Oracle) -> None:
+    """tjc's pod and Job rules (`compiler.kube.podspec`, every rule at `Scope.PODS`) refuse
+    exactly the field paths kube-apiserver's Job create path refuses, or else its Pod create
+    path (for the Job controller's first Pod), on Job templates valid and invalid."""
+    found: dict[str, list[str]] = {}
+    counter = {"n": 0, "refused": 0}
+
+    @budget
+    @given(pp.job_spec())
+    def check(spec: dict[str, Any]) -> None:
+        counter["n"] += 1
+        mine, theirs = pp.tjc_paths(spec), pp.upstream_paths(oracle, spec)
+        counter["refused"] += bool(theirs)
+        if mine != theirs:
+            cls = "refused or not" if bool(mine) != bool(theirs) else "field paths"
+            found.setdefault(cls, []).append(
+                f"tjc only {sorted(mine - theirs)}, API server only {sorted(theirs - mine)}\n"
+                f"  job spec: {json.dumps(spec)}")
+
+    check()
+    print(f"\nparity: {counter['n']} Job templates compared with the API server, "
+          f"{counter['refused']} refused")
+    assert counter["n"] >= min(EXAMPLES, 500) and 0 < counter["refused"] < counter["n"] \
+        and not found, _report(found, counter["n"])
 
 
 QUANTITY_TEXT = st.one_of(

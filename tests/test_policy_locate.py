@@ -125,4 +125,5 @@ def test_the_shortcut_locates_as_the_traced_compile() -> None:
             assert checker.locate(doc, entry.doc, findings, entry.get()) == want
             shortcut += sum(f.traced is not None for f in findings)
             traced += sum(not f.from_runtime and f.traced is None for f in findings)
-    assert shortcut >= 50 and traced >= 1, (shortcut, traced)
+    # (the corpus' TrainJobs whose Pods the API server refuses no longer compile: TJC-POD-*)
+    assert shortcut >= 40 and traced >= 1, (shortcut, traced)

@@ -19,8 +19,9 @@ from compiler.common.diagnostics import Diagnostic, Severity, error, refused
 from compiler.common.jsondata import Obj, copy_json, non_string_key
 from compiler.core import webhook
 from compiler.core.resolve import RUNTIME_KINDS
-from compiler.kube import admitwalk, cel, objectmeta, podresources, podvolumes, structural
+from compiler.kube import admitwalk, cel, objectmeta, podresources, structural
 from compiler.kube.defaults import default_in_place
+from compiler.kube.podspec import refusals as podspec
 from compiler.kube.structural import UNKNOWN_RULE
 
 
@@ -111,7 +112,7 @@ def admit_runtime(runtime: Mapping[str, Any], old: Mapping[str, Any] | None = No
     data, found = check_object(kind, runtime, old, fields)
     typed = well_typed(data, found)
     found += webhook.validate_runtime(typed, old=dict(old) if old is not None else None)
-    found += podvolumes.refusals(kind, typed)
+    found += podspec.refusals(kind, typed)
     return typed, [_about_runtime(d) for d in found]
 
 
@@ -160,5 +161,5 @@ def admit_against(trainjob: Mapping[str, Any], runtime: tuple[Obj, list[Diagnost
     old_data = dict(old) if old is not None else None
     typed = well_typed(data, found)
     found += webhook.validate_trainjob(typed, rt, old=old_data)
-    found += podvolumes.refusals("TrainJob", typed)
+    found += podspec.refusals("TrainJob", typed)
     return found

@@ -27,7 +27,7 @@ from compiler.common.diagnostics import (
 )
 from compiler.common.errors import TjcError
 from compiler.common.jsondata import Obj, fast_copy
-from compiler.core import admission, limits
+from compiler.core import admission, limits, podrefusals
 from compiler.core.context import (
     DEFAULT_OPTIONS,
     CompileOptions,
@@ -218,7 +218,8 @@ def _compile(tj: Obj, prepared: PreparedRuntime, options: CompileOptions, refuse
              ) -> tuple[Context, tuple[PluginSpec, ...], list[Obj], list[Diagnostic]]:
     """The context, the active plugins in order, and what they made and said (raises
     `TjcError` on a compile error); with `refuse`, an error for a JobSet the cluster could
-    never run (`limits`)."""
+    never run (`limits`), else the errors the API server would give its Jobs and Pods
+    (`podrefusals`)."""
     ctx = build_context(tj, prepared.doc, prepared.spec_copy(),
                         Recorder() if options.trace else None, prepared.merged)
     ctx.options = options
@@ -226,9 +227,9 @@ def _compile(tj: Obj, prepared: PreparedRuntime, options: CompileOptions, refuse
     if options.view() and any(p.name in VIEWLESS for p in plugins):
         ctx.options = replace(options, policy_view=False)
     objects, diagnostics = _run_plugins(ctx, plugins)
-    refusal = None if not refuse or has_errors(diagnostics) else limits.check(objects)
-    if refusal is not None:  # what the cluster could never run: refused on every path
-        diagnostics.append(refusal)
+    if refuse and not has_errors(diagnostics):  # what the cluster could never run, or whose
+        refusal = limits.check(objects)         # Jobs and Pods it would refuse: on every path
+        diagnostics += [refusal] if refusal is not None else podrefusals.check(objects, tj)
     return ctx, plugins, objects, diagnostics
 
 

@@ -4,10 +4,11 @@ The CRDs accept any quantity in `resources` and `resourcesPerNode`; the API serv
 the Pod later (`ValidateResourceRequirements` of Kubernetes' core validation): every amount
 must be greater than or equal to 0, and an extended resource (a vendor's device such as
 `nvidia.com/gpu`: a qualified name with a domain that is not `kubernetes.io`) must be a whole
-number. A TrainJob or runtime that asks for -1 or 0.5 GPUs is taken by the cluster and gets
-its JobSet, whose Pods never start: an error about the Pods (subject `pods`), so render still
-prints what the controller builds and exits 1. Pure; called by
-`compiler.validate.documents.check_document`.
+number (and one whose thousandths fit an int64: `MILLI_OVERFLOW`). A TrainJob or runtime that
+asks for -1 or 0.5 GPUs is taken by the cluster and gets its JobSet, whose Pods never start: an
+error about the Pods (subject `pods`), so render still prints what the controller builds and
+exits 1. Pure; called by `compiler.validate.documents.check_document` (and, through
+`amount_problem`, by `compiler.kube.podspec`).
 
 Most documents have no such amount, and are shown to have none without a walk of every value
 (`_clean`); only the others are walked, in document order, for the diagnostics.
@@ -18,6 +19,7 @@ from __future__ import annotations
 import functools
 import marshal
 from collections.abc import Iterator
+from fractions import Fraction
 from typing import Any
 
 from compiler.common.diagnostics import Diagnostic, Path, error
@@ -26,6 +28,10 @@ from compiler.kube.objectmeta import is_qualified_name
 from compiler.kube.quantity import QuantityError, parse
 
 _HOLDERS = frozenset({"resources", "resourcesPerNode"})
+# An extended resource's amount in thousandths must fit an int64: the API server's integer
+# check (`ValidateResourceQuantityValue`, MilliValue() % 1000) overflows beyond, and refuses
+# most such amounts (some spellings pass: tjc refuses them all).
+MILLI_OVERFLOW = Fraction(2**63, 1000)
 _MAX_WALK = 100
 # The keys on the way from a document's root to every `resources` and `resourcesPerNode` field
 # of the TrainJob, TrainingRuntime and ClusterTrainingRuntime CRDs (a test derives them from
@@ -160,6 +166,11 @@ def _amount(name: str, amount: Any, path: Path) -> Iterator[Diagnostic]:
         yield error(problem[0], problem[1], path, subject="pods")
 
 
+def amount_problem(name: str, amount: str | int) -> tuple[str, str] | None:
+    """(rule, message) of one amount of one resource, or None (`compiler.kube.podspec`)."""
+    return _problem(name, amount)
+
+
 @functools.lru_cache(maxsize=4096)
 def _problem(name: str, amount: str | int) -> tuple[str, str] | None:
     """(rule, message) of one amount of one resource, or None (the same pairs recur)."""
@@ -173,4 +184,8 @@ def _problem(name: str, amount: str | int) -> tuple[str, str] | None:
     if is_extended(name) and value.denominator != 1:
         return ("TJC-RESOURCE-NOT-INTEGER", f"{name} is {amount}: an extended resource "
                 "must be an integer; the Pods would be refused")
+    if is_extended(name) and abs(value) >= MILLI_OVERFLOW:
+        return ("TJC-RESOURCE-NOT-INTEGER", f"{name} is {amount}: an extended resource must "
+                "be below 2^63 thousandths (9223372036854775.807); beyond, the API server's "
+                "integer check overflows and the Pods would be refused")
     return None

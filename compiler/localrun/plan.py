@@ -5,8 +5,8 @@ completion index), resolves what the kubelet would (`compiler.localrun.kubelet`)
 pod host name to 127.0.0.1 and every declared container port to a free local port
 (`compiler.localrun.hosts`), writes mounted ConfigMaps and Secrets as files below the run
 folder (`compiler.localrun.volumes`), and refuses what cannot run here. A pod volume the API
-server would refuse (`compiler.kube.podvolumes`: an item path leaving its volume, a mode
-beyond 0777) is refused before any file is written. Called by `compiler.cli.run_cmd`; runs
+server would refuse (`compiler.kube.podspec.volumefiles`: an item path leaving its volume, a
+mode beyond 0777) is refused before any file is written. Called by `compiler.cli.run_cmd`; runs
 nothing.
 """
 
@@ -19,7 +19,7 @@ from pathlib import Path
 
 from compiler.common.diagnostics import format_path
 from compiler.common.jsondata import Obj
-from compiler.kube import podvolumes
+from compiler.kube.podspec import volumefiles
 from compiler.localrun import hosts, kubelet, shims, volumes
 from compiler.localrun.kubelet import PodIdentity, PodView
 
@@ -153,7 +153,7 @@ def _check_volumes(jobset: Obj) -> None:
     for index, rjob in enumerate((jobset.get("spec") or {}).get("replicatedJobs") or []):
         pod_spec = (((rjob.get("template") or {}).get("spec") or {}).get("template")
                     or {}).get("spec") or {}
-        for path, message in podvolumes.problems(pod_spec):
+        for path, message in volumefiles.problems(pod_spec):
             where = ("spec", "replicatedJobs", index, "template", "spec", "template", "spec",
                      *path)
             raise Refusal(f"{format_path(where)}: {message} (the API server refuses such a "

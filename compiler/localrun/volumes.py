@@ -8,8 +8,8 @@ made by `compiler.localrun.safefs`, so nothing is written outside the volume's f
 an item path says, and modes are chosen here: 0600 for every Secret key (SSH private keys and
 the like), a ConfigMap key's mode without write access for group and others, never set-uid,
 set-gid or sticky bits. The plan has already refused what the API server refuses
-(`compiler.kube.podvolumes`); this module refuses it again rather than trust that. Called by
-`compiler.localrun.plan`.
+(`compiler.kube.podspec.volumefiles`); this module refuses it again rather than trust that.
+Called by `compiler.localrun.plan`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from compiler.common.jsondata import Obj
-from compiler.kube import podvolumes
+from compiler.kube.podspec import volumefiles
 from compiler.localrun import kubelet, safefs
 
 SECRET_MODE = 0o600
@@ -100,7 +100,7 @@ def file_mode(kind: str, item: Obj, source: Obj) -> int:
         asked = source.get("defaultMode")
     if asked is None:
         asked = _CONFIG_MODE
-    if not podvolumes.mode_ok(asked):
+    if not volumefiles.mode_ok(asked):
         raise safefs.UnsafePath(f"mode {asked!r} is not between 0 and 0777 (octal)")
     if kind == "Secret":
         return SECRET_MODE

@@ -38,7 +38,7 @@ from compiler.core.resolve import (
 from compiler.io.inputs import JOBSET, RuntimeEntry, classified, runtime_table
 from compiler.io.loader import Document, Source, iter_source
 from compiler.io.placement import Placement, in_namespace
-from compiler.kube import podvolumes
+from compiler.kube.podspec import refusals as podspec
 from compiler.validate import quirks
 
 if TYPE_CHECKING:
@@ -109,7 +109,7 @@ class Validator:
             checked = check_document(doc, old, self.fields)
             typed = _well_typed(checked)
             checked.diagnostics += webhook.validate_runtime(typed, old=old)
-            checked.diagnostics += podvolumes.refusals(doc.kind, typed)
+            checked.diagnostics += podspec.refusals(doc.kind, typed)
             checked.diagnostics = _locate(checked.diagnostics, checked, None, object_ref(doc.data))
             if self.policies is not None:
                 checked.diagnostics += self.policies.document(doc, _well_typed(checked))
@@ -141,7 +141,7 @@ class Validator:
         runtime = _well_typed(rt) if rt is not None else None
         trainjob = _well_typed(checked)
         found += webhook.validate_trainjob(trainjob, runtime, old=old)
-        found += podvolumes.refusals("TrainJob", trainjob)
+        found += podspec.refusals("TrainJob", trainjob)
         if runtime is not None:
             found += quirks.check(trainjob, runtime)
         located = _locate(found, checked, entry.doc if entry else None, object_ref(doc.data))

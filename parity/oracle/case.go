@@ -6,7 +6,8 @@ package main
 // does), the TrainJob created (CRD create path, then the TrainJob webhook's ValidateCreate),
 // then the controller's reconcile: nothing for a TrainJob managed by another controller, else
 // NewObjects of the runtime framework on a fake client built as upstream's
-// TestTrainingRuntimeNewObjects builds it.
+// TestTrainingRuntimeNewObjects builds it; then the API server's verdict on the Jobs and Pods
+// of the JobSet built (pods.go).
 
 import (
 	"context"
@@ -37,6 +38,7 @@ type caseAnswer struct {
 	TrainJob  admitted   `json:"trainjob"`
 	ManagedBy string     `json:"managedBy,omitempty"`
 	Outputs   [][]any    `json:"outputs,omitempty"`
+	PodErrors []string   `json:"podErrors,omitempty"`
 	Error     string     `json:"error,omitempty"`
 }
 
@@ -74,6 +76,7 @@ func runCase(kinds map[string]*crdKind, req *request) any {
 			answer.Outputs = append(answer.Outputs, objs)
 		}
 	}
+	answer.PodErrors = jobSetPods(answer.Outputs[0])
 	return answer
 }
 

@@ -1,6 +1,7 @@
 // Command oracle answers, one JSON request per stdin line, what Kubeflow Trainer v2.3.0,
-// k8s.io/apimachinery and k8s.io/client-go do with an input: the test oracle of
-// trainjob-compiler's parity tests (and of the controller's kubeconfig reading).
+// k8s.io/apimachinery, k8s.io/client-go and kube-apiserver's Job and Pod validation
+// (k8s.io/kubernetes) do with an input: the test oracle of trainjob-compiler's parity tests
+// (and of the controller's kubeconfig reading).
 //
 //	oracle -crds DIR < requests.jsonl > answers.jsonl
 //
@@ -9,11 +10,15 @@
 //	case      {"runtimes": [...], "trainjob": {...}, "runs": N}: the API server's create path
 //	          (CRD schema, CEL, ObjectMeta) and the admission webhooks for every runtime, then the
 //	          TrainJob; when all is admitted, the objects NewObjects returns, run N times (distinct
-//	          outputs only: upstream ranges over Go maps).
+//	          outputs only: upstream ranges over Go maps), and podErrors: what the API server
+//	          says of the Jobs and Pods the first output's JobSet becomes (pods.go).
 //	yaml      {"text": "..."}: the JSON sigs.k8s.io/yaml makes of a YAML document.
 //	quantity  {"text": "..."}: a JSON string or number through resource.Quantity's JSON coding.
 //	smp       {"original": {...}, "patch": {...}}: strategicpatch.StrategicMergePatch on a
 //	          JobSetSpec.
+//	job       {"spec": {...}, "name": "..."}: a replicated job's Job spec as the API server
+//	          (k8s.io/kubernetes) creates it after JobSet's defaults, then its first Pod: the
+//	          field errors of each (pods.go).
 //	kubeconfig {"path": "..."}: what k8s.io/client-go makes of a kubeconfig file (clientcmd's
 //	          loading and validation, the HTTP client, a request that is never dialled): ok
 //	          with the effective insecure and token-present flags, or the error.
@@ -36,6 +41,8 @@ type request struct {
 	Original json.RawMessage   `json:"original"`
 	Patch    json.RawMessage   `json:"patch"`
 	Path     string            `json:"path"`
+	Spec     json.RawMessage   `json:"spec"`
+	Name     string            `json:"name"`
 }
 
 func main() {
@@ -78,6 +85,8 @@ func serve(kinds map[string]*crdKind, req *request) any {
 		return quantity(req.Text)
 	case "smp":
 		return smp(req.Original, req.Patch)
+	case "job":
+		return jobTemplate(req.Spec, req.Name)
 	case "kubeconfig":
 		return kubeconfig(req.Path)
 	}

@@ -18,8 +18,8 @@ spec's `volumes` and in its containers' mounts, checked before anything acts on 
 `problems` returns them for one Pod spec as (field path below the spec, message) pairs, the
 message naming the volume and what is expected. Pure: data in, pairs out; it writes nothing
 and never raises on malformed input. Called by `compiler.localrun.plan`, which refuses to run
-a JobSet whose pods the API server would refuse, before it writes any file; `refusals` gives
-them as errors for admission, on the runtimes and the TrainJobs' runtime patches.
+a JobSet whose pods the API server would refuse, before it writes any file, and by
+`compiler.kube.podspec.check` (rule `RULE`), which admission and the compile run.
 """
 
 from __future__ import annotations
@@ -27,10 +27,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from compiler.common.diagnostics import Diagnostic, Path, error
+from compiler.common.diagnostics import Path
 from compiler.kube.objectmeta import is_dns1123_label
+from compiler.kube.podspec.base import volume_sources
 
 Problem = tuple[Path, str]
+RULE = "TJC-POD-VOLUME"
 
 MAX_MODE = 0o777
 _MODE_EXPECTED = "expected a number between 0 and 0777 (octal), both inclusive"
@@ -82,9 +84,11 @@ def _volume(volume: dict[str, Any], at: Path) -> Iterator[Problem]:
     else:
         for msg in is_dns1123_label(name):
             yield (*at, "name"), f"volume {shown} is not a DNS-1123 label: {msg}"
-    for source in ("configMap", "secret", "downwardAPI", "projected"):
-        if isinstance(volume.get(source), dict):
-            yield from _source(volume[source], source, shown, (*at, source))
+    sources = volume_sources(volume)  # only the first is the volume's (`validateVolumeSource`)
+    source = sources[0] if sources else ""
+    if source in ("configMap", "secret", "downwardAPI", "projected") and \
+            isinstance(volume[source], dict):
+        yield from _source(volume[source], source, shown, (*at, source))
 
 
 def _source(source: dict[str, Any], kind: str, volume: str, at: Path) -> Iterator[Problem]:
@@ -152,53 +156,3 @@ def _mounts(container: dict[str, Any], at: Path) -> Iterator[Problem]:
                     yield (*at, "volumeMounts", index, key), (
                         f"{value!r} of the mount of volume {volume} {fact}; expected a "
                         "relative path inside the volume")
-
-
-RULE = "TJC-POD-VOLUME"
-_POD: Path = ("template", "spec", "template", "spec")
-
-
-def refusals(kind: str, doc: Any) -> list[Diagnostic]:
-    """The `problems` of every pod template a runtime or a TrainJob's runtime patches hold,
-    as errors at their field paths: the JobSet made from them would pass, and the API server
-    would then refuse its Jobs' Pods, so the TrainJob would never start. Admission calls it
-    (validate, render, krm, the controller and the library alike)."""
-    out: list[Diagnostic] = []
-    for at, pod_spec in _pod_specs(kind, doc):
-        out += [error(RULE, message, (*at, *path), subject=_subject(kind))
-                for path, message in problems(pod_spec)]
-    return out
-
-
-def _subject(kind: str) -> str:
-    return "trainjob" if kind == "TrainJob" else "runtime"
-
-
-def _pod_specs(kind: str, doc: Any) -> Iterator[tuple[Path, Any]]:
-    spec = doc.get("spec") if isinstance(doc, dict) else None
-    if not isinstance(spec, dict):
-        return
-    if kind == "TrainJob":
-        for i, patch in enumerate(_list(spec.get("runtimePatches"))):
-            jobset = _get(patch, ("trainingRuntimeSpec", "template", "spec"))
-            yield from _jobs(jobset, ("spec", "runtimePatches", i, "trainingRuntimeSpec",
-                                      "template", "spec"))
-    else:
-        yield from _jobs(_get(spec, ("template", "spec")), ("spec", "template", "spec"))
-
-
-def _jobs(jobset: Any, at: Path) -> Iterator[tuple[Path, Any]]:
-    if not isinstance(jobset, dict):
-        return
-    for j, job in enumerate(_list(jobset.get("replicatedJobs"))):
-        pod_spec = _get(job, _POD)
-        if isinstance(pod_spec, dict):
-            yield (*at, "replicatedJobs", j, *_POD), pod_spec
-
-
-def _get(value: Any, path: Path) -> Any:
-    for key in path:
-        if not isinstance(value, dict):
-            return None
-        value = value.get(key)
-    return value
