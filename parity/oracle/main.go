@@ -11,6 +11,8 @@
 //	          TrainJob; when all is admitted, the objects NewObjects returns, run N times (distinct
 //	          outputs only: upstream ranges over Go maps).
 //	yaml      {"text": "..."}: the JSON sigs.k8s.io/yaml makes of a YAML document.
+//	kubectl   {"text": "..."}: the documents kubectl reads from a file holding the text (cut
+//	          at its `---` lines, each through sigs.k8s.io/yaml), as JSON, and its error if any.
 //	quantity  {"text": "..."}: a JSON string or number through resource.Quantity's JSON coding.
 //	smp       {"original": {...}, "patch": {...}}: strategicpatch.StrategicMergePatch on a
 //	          JobSetSpec.
@@ -74,6 +76,8 @@ func serve(kinds map[string]*crdKind, req *request) any {
 		return runCase(kinds, req)
 	case "yaml":
 		return yamlToJSON(req.Text)
+	case "kubectl":
+		return kubectlStream(req.Text)
 	case "quantity":
 		return quantity(req.Text)
 	case "smp":
