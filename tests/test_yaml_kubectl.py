@@ -39,23 +39,17 @@ TAGGED_VALUES = [
     ("a: !foo 1\n", "1"),  # an unknown tag names nothing: the text
     ("a: !<tag:example.com,2000:x> yes\n", "yes"),
     ("a: !!python/name:os.system\n", ""),
-    ("a: !!int \"0x1F\"\n", 31),  # a standard tag resolves quoted text too
-    ("a: !!float 1e3\n", 1000),
-    ("a: !!float 7\n", 7),
     ("a: !!bool y\n", True),  # YAML 1.1's y, as plain
-    ("a: !!null ~\n", None),
-    ("a: !!timestamp 2001-12-14t21:59:43.10-05:00\n", "2001-12-14t21:59:43.10-05:00"),
     ("a: !!str {b: 1}\n", {"b": 1}),  # a tag on a collection changes nothing
     ("a: !!set {b, c}\n", {"b": None, "c": None}),
     ("a: !!omap [{b: 1}, {c: 2}]\n", [{"b": 1}, {"c": 2}]),
     ("a: !!map x\n", "x"),
-    ("a: {! <<: {x: 1}, z: 2}\n", {"x": 1, "z": 2}),  # `!` keeps `<<` a merge key
-    ("a: {!!str <<: {x: 1}}\n", {"<<": {"x": 1}}),
+    ("a: [!foo, 0]\n", ["0"]),  # go-yaml takes `,`, `[` and `]` into a tag: `!foo,`
+    ("a: !foo[x] 1\n", "1"),
 ]
 TAGGED_KEYS = [
     ("!!int \"1\": x\n", "1"), ("!!float 16777217: x\n", "1.6777216e+07"),
-    ("!!binary aGk=: x\n", "hi"), ("! 1: x\n", "1"), ("!!float .inf: x\n", ".inf"),
-    ("!!bool \"on\": x\n", "true"),
+    ("!!binary aGk=: x\n", "hi"), ("!!bool \"on\": x\n", "true"),
 ]
 REFUSED_VALUES = [
     ("a: !!float 9223372036854775808\n",
@@ -65,8 +59,6 @@ REFUSED_VALUES = [
     ("a: !!timestamp 2001-02-29\n", "m.yaml:1:4: error: cannot parse YAML: cannot decode !!str"),
     ("b: 1\na: !!binary aGVsbG8\n",
      "m.yaml:2:4: error: cannot parse YAML: !!binary value contains invalid base64 data"),
-    ("!!int 9223372036854775808: x\n", "m.yaml:1:1: error: cannot parse YAML: unsupported map"),
-    ("a: !!float .inf\n", "m.yaml:1:4: error: cannot parse YAML: json: unsupported value: +Inf"),
 ]
 REFUSED_STREAMS = [
     ("%YAML 1.2\n---\na: 1\n",
@@ -74,9 +66,9 @@ REFUSED_STREAMS = [
      "%YAML 1.1 only, not 1.2"),
     ("# a manifest\n%YAML 1.1\n---\na: 1\n",
      "m.yaml:2:1: error: cannot parse YAML: the directive '%YAML 1.1' has no document"),
-    ("%TAG !e! tag:example.com,2000:\n---\na: !e!x 1\n",
-     "m.yaml:1:1: error: cannot parse YAML: the directive '%TAG !e! tag:example.com,2000:' "),
-    ("a: 1\n---\n%FOO bar\n---\nb: 2\n", "m.yaml:3:1: error: cannot parse YAML: the directive"),
+    ("%TAG !e! tag:yaml.org,2002:\n---\na: !e!str 1\n",
+     "m.yaml:1:1: error: cannot parse YAML: the directive '%TAG !e! tag:yaml.org,2002:' has "),
+    ("a: 1\n---\n%YAML 1.1\n---\nb: 2\n", "m.yaml:3:1: error: cannot parse YAML: the directive"),
     ("--- {apiVersion: v1, kind: ConfigMap}\n",
      "m.yaml:1:5: error: cannot parse YAML: a line starting with --- separates documents and "
      "may hold only a comment after it, found '{apiVersion: v1, kind: ConfigMap}'"),
@@ -85,8 +77,6 @@ REFUSED_STREAMS = [
 ]
 READ_STREAMS = [
     ("a: 1\n...\nb: 2\n", [{"a": 1}]),  # kubectl reads a part's first document only
-    ("a: 1\n...\n%YAML 1.2\n---\nb: 2\n", [{"a": 1}, {"b": 2}]),  # never reaches the directive
-    ("---\n%YAML 1.1\n---\na: 1\n", [{"a": 1}]),  # after `---` the directive ends a document
     ("a: 1\n--- # next\nb: 2\n---#c\nc: 3\n", [{"a": 1}, {"b": 2}, {"c": 3}]),
     ("a: |\n  x", [{"a": "x\n"}]),  # kubectl ends the last line with a line break
     ("a: 1\r\n---\r\nb: |\r\n  x", [{"a": 1}, {"b": "x\n"}]),
