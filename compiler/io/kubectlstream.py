@@ -64,20 +64,23 @@ def ordinary(text: str) -> bool:
 def parts(text: str) -> Iterator[Part | BadSeparator]:
     """The parts kubectl cuts `text` into, in order; a bad `---` line ends them."""
     start = start_line = 0
-    line_no, pos, size = 0, 0, len(text)
-    while pos < size:
+    line_no, counted = 0, 0
+    pos = 0 if text.startswith("---") else text.find("\n---")
+    while pos >= 0:
+        if text[pos] == "\n":
+            pos += 1
         end = text.find("\n", pos)
-        end = size if end < 0 else end + 1
-        if text.startswith("---", pos):
-            rest = text[pos + 3:end].lstrip(_GO_SPACE)
-            if rest and not rest.startswith("#"):
-                yield BadSeparator(line_no, end - len(rest) - pos + 1, rest.rstrip(_GO_SPACE))
-                return
-            if pos > start:  # the separator ends the part; else it is the part's first line
-                yield Part(ended(text[start:pos]), start_line, start)
-                start, start_line = end, line_no + 1
-        pos, line_no = end, line_no + 1
-    if size > start:
+        end = len(text) if end < 0 else end + 1
+        line_no, counted = line_no + text.count("\n", counted, pos), pos
+        rest = text[pos + 3:end].lstrip(_GO_SPACE)
+        if rest and not rest.startswith("#"):
+            yield BadSeparator(line_no, end - len(rest) - pos + 1, rest.rstrip(_GO_SPACE))
+            return
+        if pos > start:  # the separator ends the part; else it is the part's first line
+            yield Part(ended(text[start:pos]), start_line, start)
+            start, start_line = end, line_no + 1
+        pos = text.find("\n---", end - 1) if end < len(text) else -1
+    if len(text) > start:
         yield Part(ended(text[start:]), start_line, start)
 
 

@@ -128,7 +128,7 @@ def _compose_positions(text: str) -> Iterator[dict[FieldPath, tuple[int, int]]]:
     fast = fastload.positions(text, _POSITION_DEPTH, MAX_NODES)
     try:
         yield from fastload.with_fallback(fast, lambda: map(_table, yaml.compose_all(
-            go_tags(text), Loader=yaml.CSafeLoader)))
+            text, Loader=yaml.CSafeLoader)))
     except yaml.YAMLError:
         return
 
@@ -295,13 +295,12 @@ def _read_parts(source: Source) -> Iterator[Document | Diagnostic]:
 
 def _first_document(part: Part, stream: bool, limit: int) -> Any:
     """The data of a part's first document, the only one sigs.k8s.io/yaml reads (parsed no
-    further than its end); None when it has none."""
+    further than its end: both paths are lazy); None when it has none."""
     _check_directives(part, stream)
-    loader = loader_for(part.text, aliases=bool(limit))(go_tags(part.text))
-    try:
-        return loader.get_data() if loader.check_data() else None  # type: ignore[no-untyped-call]
-    finally:
-        loader.dispose()
+    text = part.text
+    fast = None if limit else fastload.stream(text, FAST_PLAIN)
+    return next(iter(fastload.with_fallback(fast, lambda: yaml.load_all(
+        go_tags(text), Loader=loader_for(text, aliases=bool(limit))))), None)
 
 
 def _check_directives(part: Part, stream: bool) -> None:
