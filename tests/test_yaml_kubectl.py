@@ -59,6 +59,8 @@ REFUSED_VALUES = [
     ("a: !!timestamp 2001-02-29\n", "m.yaml:1:4: error: cannot parse YAML: cannot decode !!str"),
     ("b: 1\na: !!binary aGVsbG8\n",
      "m.yaml:2:4: error: cannot parse YAML: !!binary value contains invalid base64 data"),
+    ("a: [!<tag:yaml.org,2002:str>, 1]\n",  # go-yaml wants a blank after a verbatim tag
+     "m.yaml:1:29: error: cannot parse YAML: did not find expected whitespace or line break"),
 ]
 REFUSED_STREAMS = [
     ("%YAML 1.2\n---\na: 1\n",

@@ -257,10 +257,11 @@ def loader_for(text: str, aliases: bool) -> type[Loader]:
 
 
 # A shorthand tag running into `,`, `[` or `]`: go-yaml takes them into the tag (`[!foo, 1]`
-# holds the string "1" tagged `!foo,`), libyaml 0.2.5 ends the tag before them. The test is
-# cheap and generous (a `!` where a tag may start); `go_tags` then asks libyaml's scanner.
-_TAG_INTO_FLOW = re.compile(r"(?:^|(?<=[\s\[\]{},]))!(?:[A-Za-z0-9_-]*!)?"
-                            r"[A-Za-z0-9_\-;/?:@&=+$.!~*'()%]*[,\[\]]", re.MULTILINE)
+# holds the string "1" tagged `!foo,`), libyaml 0.2.5 ends the tag before them; and a
+# verbatim tag followed by `,`, which go-yaml refuses. The test is cheap and generous (a `!`
+# where a tag may start); `go_tags` then asks libyaml's scanner.
+_TAG_INTO_FLOW = re.compile(r"(?:^|(?<=[\s\[\]{},]))!(?:<[^>\s]*>,|(?:[A-Za-z0-9_-]*!)?"
+                            r"[A-Za-z0-9_\-;/?:@&=+$.!~*'()%]*[,\[\]])", re.MULTILINE)
 # go-yaml's tag: `!`, a handle (`!!`, `!name!`) or none, then its URI characters.
 _GO_TAG = re.compile(r"!(?:([A-Za-z0-9_-]*)!)?([A-Za-z0-9_\-;/?:@&=+$,.!~*'()\[\]%]*)")
 _HANDLES = {"!": "!", "!!": yamltags.YAML_TAG}
@@ -284,9 +285,11 @@ def go_tags(text: str) -> str:
 
 def _short_tags(text: str) -> list[tuple[int, int, str]]:
     """(start, end, verbatim tag) of the tags libyaml's scanner ends before a `,` that
-    go-yaml takes in, and of the one where it stops on a `[` or `]` go-yaml takes in."""
+    go-yaml takes in, and of the one where it stops on a `[` or `]` go-yaml takes in; a
+    ScannerError, as go-yaml's, at a verbatim tag followed by `,`."""
     edits: list[tuple[int, int, str]] = []
     handles, pending = dict(_HANDLES), dict(_HANDLES)
+    refused: yaml.Token | None = None
     try:
         for token in yaml.scan(text, Loader=yaml.CSafeLoader):
             if isinstance(token, yaml.DirectiveToken) and token.name == "TAG":
@@ -295,6 +298,9 @@ def _short_tags(text: str) -> list[tuple[int, int, str]]:
                 handles, pending = pending, dict(_HANDLES)
             elif isinstance(token, yaml.TagToken) and \
                     text[token.end_mark.index:token.end_mark.index + 1] == ",":
+                if text.startswith("!<", token.start_mark.index):
+                    refused = token
+                    break
                 edits += _verbatim(text, token.start_mark.index, handles)
     except yaml.scanner.ScannerError as exc:
         start, stop = exc.context_mark, exc.problem_mark
@@ -303,6 +309,10 @@ def _short_tags(text: str) -> list[tuple[int, int, str]]:
             edits += _verbatim(text, start.index, handles)
     except yaml.YAMLError:
         pass
+    if refused is not None:
+        raise yaml.scanner.ScannerError("while scanning a tag", refused.start_mark,
+                                        "did not find expected whitespace or line break",
+                                        refused.end_mark)
     return edits
 
 
