@@ -10,8 +10,9 @@ int64). So `memory: 1e9` reaches the cluster as the number 1000000000 (the quant
 
 `go_value` is what go-yaml makes of a plain scalar, `resolve_plain` the JSON value the API
 server receives for it (`api_value` for any Go value); `float32_key` names a float mapping key
-as sigs.k8s.io/yaml does. Explicitly tagged scalars are `yamltags`'. Pure; called by
-`compiler.io.loader` and `compiler.io.yamltags`.
+as sigs.k8s.io/yaml does. Explicitly tagged scalars are `yamltags`'. Pure; called by the
+loader's modules (`yamlread`, `yamltags`) and by `emit` (a string it prints plain must read
+back as a string).
 """
 
 from __future__ import annotations
