@@ -1,7 +1,7 @@
 """The loader's native fast path builds exactly what the plain loader builds, or gives up;
 its position tables are those the loader's walk of PyYAML's nodes makes.
 
-The reference is the loader's full path (`loader._PlainLoader`, PyYAML's libyaml parser with
+The reference is the loader's full path (`yamlread.PlainLoader`, PyYAML's libyaml parser with
 kubectl's scalar rules). The fast path must build the same values with the same types and key
 order, never accept a text the full path refuses, and give up (`Fallback`) on what it does
 not cover, after which the loader's documents and diagnostics equal the full path's.
@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from bench.corpus import stream as corpus_stream
 from compiler.common.diagnostics import Diagnostic
-from compiler.io import fastload, loader
+from compiler.io import fastload, loader, yamlread
 from compiler.io.loadlimits import MAX_NODES
 from tests import goldenfile
 from tests.fuzz.strategies import FRAGMENTS
@@ -49,13 +49,13 @@ def _typed(value: Any) -> Any:
 
 def _full(text: str) -> Any:
     try:
-        return _typed(list(yaml.load_all(text, Loader=loader._PlainLoader)))
+        return _typed(list(yaml.load_all(text, Loader=yamlread.PlainLoader)))
     except yaml.YAMLError:
         return "error"
 
 
 def _fast(text: str) -> Any:
-    documents = fastload.stream(text, loader._FAST_PLAIN)
+    documents = fastload.stream(text, yamlread.FAST_PLAIN)
     assert documents is not None
     try:
         return _typed(list(documents))

@@ -87,6 +87,54 @@ def test_passthrough_fails_on_a_broken_trainjob_and_still_prints_the_rest(
     assert "<stdin>:" in err and "spec.trainer.numNodes" in err and "[TJC-SCHEMA-TYPE]" in err
 
 
+TAGGED_CONFIGMAP = """apiVersion: v1
+kind: ConfigMap
+metadata: {name: tagged, namespace: ml}
+data:
+  count: ! 1
+  greeting: !!binary aGVsbG8=
+  hex: "0X1F"
+  mode: !!str yes
+  level: !custom 3
+"""
+# kubectl reads the data above as these strings; printed plain, "0X1F" would be 31 to it
+TAGGED_DATA = ['  count: "1"', "  greeting: hello", '  hex: "0X1F"', "  level: \"3\"",
+               '  mode: "yes"']
+
+
+def test_passthrough_prints_tagged_values_as_kubectl_read_them(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ConfigMap's `! 1` is the string "1" to kubectl: printed as the number 1, the API
+    server would refuse it; `!!binary` is decoded, and a string that looks like a number to
+    kubectl stays quoted."""
+    code, out, err = run(["render", "--passthrough", "--no-default-policies", "-"], capsys,
+                         monkeypatch, TAGGED_CONFIGMAP)
+    assert code == 0, err
+    assert out.splitlines()[3:8] == TAGGED_DATA
+
+
+def test_krm_prints_tagged_values_as_kubectl_read_them(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    item = "- " + TAGGED_CONFIGMAP.rstrip("\n").replace("\n", "\n  ") + "\n"
+    code, out, err = run(["krm"], capsys, monkeypatch,
+                         "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n"
+                         + item)
+    assert code == 0, err
+    assert [line[2:] for line in out.splitlines() if line.startswith("    ")][:5] == TAGGED_DATA
+
+
+@pytest.mark.parametrize(("head", "where"), [
+    ("%YAML 1.2\n---\n", "<stdin>:1:1: error: cannot parse YAML: found incompatible YAML"),
+    ("--- # the config\n--- {apiVersion: v1}\n", "<stdin>:2:5: error: cannot parse YAML: a line"),
+])
+def test_passthrough_refuses_what_kubectl_refuses(
+        head: str, where: str, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    code, out, err = run(["render", "--passthrough", "--no-default-policies", "-"], capsys,
+                         monkeypatch, head + TAGGED_CONFIGMAP)
+    assert code == 1 and out == "" and err.startswith(where), err
+
+
 def test_passthrough_and_output_dir_do_not_mix(
         tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:

@@ -14,11 +14,14 @@ longer, random campaign.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -29,6 +32,8 @@ from compiler.kube import quantity
 from tests import goldenfile
 from tests import parity_pods as pp
 from tests import parity_strategies as ps
+from tests import test_yaml_kubectl as yk
+from tests import yaml_strategies as ys
 from tests.oracle import Oracle, build
 from tests.parity import difference
 
@@ -249,3 +254,154 @@ def test_golden_cases_match_upstream(oracle: Oracle, path: Path) -> None:
         if ref in builtin and not any(r["metadata"]["name"] == ref for r in runtimes):
             runtimes.append(builtin[ref])
         assert difference(oracle, runtimes, tj) is None
+
+
+# --- YAML: tags, directives and document markers as kubectl reads them ----------------------
+
+def _api(value: Any) -> Any:
+    """A JSON value as the API server decodes it (integers beyond int64 become floats)."""
+    return _api_json(json.dumps(value))
+
+
+def _kubectl_reads(answer: dict[str, Any]) -> tuple[list[Any], bool]:
+    """(documents, refused) of the oracle's `kubectl` answer; a document that is not a mapping
+    is refused there (kubectl finds no kind in it), and so are those after it."""
+    docs = _api(answer["documents"])
+    for index, doc in enumerate(docs):
+        if not isinstance(doc, dict):
+            return docs[:index], True
+    return docs, "error" in answer
+
+
+def _tjc_reads(text: str, stream: bool = True) -> tuple[list[Any], bool]:
+    """(documents, refused) of tjc's loader; a refusal must be located in the file."""
+    from compiler.common.diagnostics import Diagnostic
+    from compiler.io.loader import Source, iter_source
+    source = Source("s.yaml", text)
+    source.stream = stream
+    docs: list[Any] = []
+    for item in iter_source(source):
+        if isinstance(item, Diagnostic):
+            assert item.rule.startswith("TJC-INPUT-") and item.locations, item.text()
+            return docs, True
+        docs.append(item.data)
+    return docs, False
+
+
+def _whole_reads(answer: dict[str, Any]) -> tuple[list[Any], bool]:
+    """(documents, refused) of the oracle's `yaml` answer: the text's first document, read
+    whole as client-go reads a kubeconfig file."""
+    if "json" not in answer:
+        return [], True
+    doc = _api(answer["json"])
+    if doc is None:
+        return [], False
+    return ([doc], False) if isinstance(doc, dict) else ([], True)
+
+
+def _compare(oracle: Oracle, text: str, found: list[str], whole: bool = False) -> None:
+    theirs = _kubectl_reads(oracle.ask({"op": "kubectl", "text": text}))
+    mine = _tjc_reads(text)
+    if mine != theirs:
+        found.append(f"{text!r}: kubectl {theirs}, tjc {mine}")
+    if whole:
+        theirs = _whole_reads(oracle.ask({"op": "yaml", "text": text}))
+        mine = _tjc_reads(text, stream=False)
+        if mine != theirs:
+            found.append(f"{text!r} (whole): sigs.k8s.io/yaml {theirs}, tjc {mine}")
+
+
+def test_tagged_yaml_matches_kubectl(oracle: Oracle) -> None:
+    """Tagged scalars (every standard tag, `!`, verbatim and unknown tags, in every quoting),
+    tagged collections and merge keys: the same JSON as kubectl, or refused by both."""
+    found: list[str] = []
+
+    @budget
+    @given(ys.tagged_document())
+    def check(text: str) -> None:
+        _compare(oracle, text, found)
+
+    check()
+    assert not found, f"{len(found)} tagged documents differ: {found[:6]}"
+
+
+def test_yaml_directives_and_markers_match_kubectl(oracle: Oracle) -> None:
+    """Streams with %YAML/%TAG/unknown directives, `---` lines (bare, with a comment, with
+    content) and `...` ends: kubectl's documents, or its refusal; and read whole (as a
+    kubeconfig is), sigs.k8s.io/yaml's first document."""
+    found: list[str] = []
+
+    @budget
+    @given(ys.stream())
+    def check(text: str) -> None:
+        _compare(oracle, text, found, whole=True)
+
+    check()
+    assert not found, f"{len(found)} streams differ: {found[:6]}"
+
+
+REPORTED = [text for table in (yk.TAGGED_VALUES, yk.TAGGED_KEYS, yk.REFUSED_VALUES,
+                               yk.REFUSED_STREAMS, yk.READ_STREAMS) for text, _ in table]
+
+
+@pytest.mark.parametrize("text", REPORTED)
+def test_reported_yaml_cases_match_kubectl(oracle: Oracle, text: str) -> None:
+    """The loader's fixed cases (tests/test_yaml_kubectl.py: `! 1`, `!!binary`, `%YAML 1.2`,
+    `--- value`, `...`) are kubectl's reading."""
+    found: list[str] = []
+    _compare(oracle, text, found)
+    assert not found, found[0]
+
+
+def _passthrough(path: Path) -> tuple[int, str]:
+    from compiler.cli.main import main
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["render", "--passthrough", "-q", "--no-default-policies", str(path)])
+    return code, out.getvalue() + err.getvalue() * (code != 0)
+
+
+def _krm(objects: list[str]) -> tuple[int, str]:
+    from compiler.cli.main import main
+    items = "".join("- " + text.replace("\n", "\n  ").rstrip(" ") for text in objects)
+    stdin = ("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nfunctionConfig:\n"
+             "  apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: c}\n  data:\n"
+             "    defaultPolicies: 'false'\nitems:\n" + items)
+    out, err = io.StringIO(), io.StringIO()
+    with mock.patch("sys.stdin", io.TextIOWrapper(io.BytesIO(stdin.encode()))), \
+            contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["krm"])
+    return code, out.getvalue() if code == 0 else err.getvalue()
+
+
+def test_passthrough_keeps_what_objects_mean(oracle: Oracle, tmp_path: Path) -> None:
+    """`tjc render --passthrough` and `tjc krm` print every other object so that kubectl reads
+    the output as it reads the input: strings stay strings, numbers numbers, binary decoded."""
+    found: list[str] = []
+    counter = {"n": 0}
+    path = tmp_path / "in.yaml"
+
+    @budget
+    @given(ys.manifest())
+    def check(objects: list[str]) -> None:
+        text = "---\n" + "---\n".join(objects)
+        docs, refused = _kubectl_reads(oracle.ask({"op": "kubectl", "text": text}))
+        path.write_text(text)
+        code, out = _passthrough(path)
+        if refused:  # kubectl refuses the input: so must tjc (test_tagged_yaml_... says why)
+            if code == 0:
+                found.append(f"{text!r}: kubectl refuses it, tjc passes it through")
+            return
+        counter["n"] += 1
+        again = _kubectl_reads(oracle.ask({"op": "kubectl", "text": out}))
+        if code != 0 or again != (docs, False):
+            found.append(f"{text!r}: kubectl reads {docs}, then from tjc's {out!r} {again}")
+        code, out = _krm(objects)
+        items = _kubectl_reads(oracle.ask({"op": "kubectl", "text": out}))[0]
+        if code != 0 or not items or items[0].get("items") != docs:
+            found.append(f"{text!r} (krm): kubectl reads {docs}, then from tjc's {out!r} "
+                         f"{items}")
+
+    check()
+    assert not found, f"{len(found)} manifests change meaning: {found[:4]}"
+    assert counter["n"] >= min(EXAMPLES, 500) // 4

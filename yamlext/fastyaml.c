@@ -1,7 +1,7 @@
 /* The loader's fast path: libyaml events straight to Python dicts, lists and scalars.
  *
  * compiler/io/fastload.py is its only user. It builds the same values as the loader's
- * _PlainLoader (compiler/io/loader.py) for the YAML it understands, and gives up on anything
+ * PlainLoader (compiler/io/yamlread.py) for the YAML it understands, and gives up on anything
  * else: every tag, anchor and alias, a merge key (`<<`), complex or non-string keys,
  * duplicate keys, plain scalars the resolver cannot turn into a JSON value, nesting deeper
  * than MAX_DEPTH, and every syntax error. Giving up raises `Fallback`; the caller then loads the text with the

@@ -129,6 +129,7 @@ def _document(path: Path) -> Any:
     except InputError as exc:
         message = exc.diagnostic.message
         raise KubeconfigError(one_line(f"cannot use kubeconfig: {message}")) from None
+    source.stream = False  # client-go reads the file as one YAML document, not cut at ---
     for item in iter_source(source):
         if isinstance(item, Diagnostic):
             where = f"line {item.locations[0].line}: " if item.locations else ""

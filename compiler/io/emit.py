@@ -1,8 +1,9 @@
 """Canonical YAML and JSON text for output objects.
 
 Keys are sorted at every level, lists keep their order, strings that YAML could read as
-something else are double-quoted (JSON escapes are valid YAML), nothing depends on the hash
-seed or the input key order: same objects, same bytes. A small dedicated emitter, because it
+something else (kubectl's reader first: what it reads back is what was emitted) are
+double-quoted (JSON escapes are valid YAML), nothing depends on the hash seed or the input key
+order: same objects, same bytes. A small dedicated emitter, because it
 is several times faster than a general one and the render step runs on every commit. Pure.
 """
 
@@ -14,6 +15,8 @@ from functools import lru_cache
 from typing import Any
 
 import yaml
+
+from compiler.io.yamlscalars import go_value
 
 _PLAIN = re.compile(r"^[A-Za-z0-9_./][A-Za-z0-9_./:=@%+()\-]*$")
 _NUMERIC_LIKE = re.compile(r"^[-+.]?[0-9][0-9_:.eExXoObB+\-]*$")
@@ -39,8 +42,9 @@ def _escape_unprintable(text: str) -> str:
 
 
 def _reads_as_str(text: str) -> bool:
-    """False for what PyYAML or a YAML 1.1 reader such as go-yaml could take for non-strings."""
-    if text in _YAML11_BOOLS or _NUMERIC_LIKE.match(text):
+    """False for what PyYAML or a YAML 1.1 reader such as go-yaml could take for non-strings
+    (go-yaml's own reading, kubectl's, decides first: `0X1F` is 31 there, not for PyYAML)."""
+    if text in _YAML11_BOOLS or _NUMERIC_LIKE.match(text) or go_value(text)[0] != "str":
         return False
     tag = _RESOLVER.resolve(yaml.ScalarNode, text, (True, False))  # type: ignore[no-untyped-call]
     return bool(tag == "tag:yaml.org,2002:str")

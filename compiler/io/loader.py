@@ -1,18 +1,19 @@
 """Read YAML and JSON inputs into plain dicts that remember where they came from.
 
 `read_sources` takes files, folders (searched recursively for .yaml/.yml/.json) and `-` (stdin);
-`iter_source`/`parse_source` turn each into documents that remember their `Source`. Loading is
-safe (libyaml's safe loader, no tags that build objects), bounded (file size, alias
-expansion), and strict about duplicate keys. Source positions are computed only when a
-diagnostic needs them: `Document.locate` re-composes the file once and maps field paths to
-`file:line:col`. An edge module: the only one besides the CLI that touches files.
+`iter_source`/`parse_source` turn each into documents that remember their `Source`, the
+documents kubectl reads (`kubectlstream`: a file cut at its `---` lines, each part's first
+document) with kubectl's values (`yamlread`). Loading is safe (libyaml's parser; a tag never
+builds an object), bounded (file size, alias expansion), and strict about duplicate keys.
+Source positions are computed only when a diagnostic needs them: `Document.locate`
+re-composes the file once and maps field paths to `file:line:col`. An edge module: the only
+one besides the CLI that touches files.
 """
 
 from __future__ import annotations
 
 import contextlib
 import itertools
-import math
 import os
 import re
 import sys
@@ -29,7 +30,8 @@ from compiler.common.diagnostics import Diagnostic, Location, error
 from compiler.common.diagnostics import Path as FieldPath
 from compiler.common.errors import InputError
 from compiler.common.jsondata import Obj
-from compiler.io import fastload, yamlscalars
+from compiler.io import fastload, kubectlstream
+from compiler.io.kubectlstream import BadSeparator, Part
 from compiler.io.loadlimits import (
     MAX_NODES,
     expanded_limit,
@@ -37,245 +39,21 @@ from compiler.io.loadlimits import (
     too_deep,
     too_deep_error,
 )
-from compiler.io.yamlscalars import mapping_key
+from compiler.io.yamlread import FAST_PLAIN, go_tags, loader_for
 
 MAX_BYTES = 64 * 1024 * 1024
 SUFFIXES = (".yaml", ".yml", ".json")
 _BOM = b"\xef\xbb\xbf"
 
 
-class _Loader(yaml.CSafeLoader):
-    """libyaml's safe loader; timestamps stay strings, duplicate keys are errors, and a value
-    a standard tag cannot build (`!!int x`, `!!bool maybe`) is a marked error, not a crash."""
-
-    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
-        """Build one node; a constructor's ValueError/TypeError becomes a marked YAML error."""
-        try:
-            value = super().construct_object(node, deep)
-        except (ValueError, TypeError, LookupError, ArithmeticError) as exc:
-            raise _cannot_hold(node) from exc
-        return self._json_value(node, value)
-
-    def resolve(self, kind: type[yaml.Node], value: Any, implicit: tuple[bool, bool]) -> str:
-        """The tag of an untagged node, without PyYAML's generic resolver loop: every plain
-        scalar is the kubectl-plain tag (`yamlscalars.install`), any other the string tag."""
-        if kind is _SCALAR_NODE:  # called for every node: module names, not attributes
-            return _PLAIN if implicit[0] else _STR
-        return _SEQ if kind is _SEQUENCE_NODE else _MAP
-
-    def descend_resolver(self, current_node: Any, current_index: Any) -> None:
-        """Nothing to track: this loader has no path resolvers (libyaml calls it per node)."""
-
-    def ascend_resolver(self) -> None:
-        """Nothing to track (see `descend_resolver`)."""
-
-    def _json_value(self, node: yaml.Node, value: Any) -> Any:
-        """`value`, unless it is a float JSON cannot carry (a key becomes a string)."""
-        if isinstance(value, float) and not math.isfinite(value) and \
-                id(node) not in self.__dict__.get("_tjc_key_nodes", ()):
-            raise yaml.constructor.ConstructorError(
-                None, None, f"{value} has no JSON form", node.start_mark)
-        return value
-
-
-def _cannot_hold(node: yaml.Node) -> yaml.constructor.ConstructorError:
-    return yaml.constructor.ConstructorError(
-        None, None, f"{node.tag} cannot hold {_short(node)}", node.start_mark)
-
-
-def _short(node: yaml.Node) -> str:
-    if not isinstance(node, yaml.ScalarNode):
-        return "a collection"
-    text = str(node.value)
-    return repr(text if len(text) <= 40 else text[:37] + "...")
-
-
-def _unsupported(loader: _Loader, node: yaml.Node) -> None:
-    raise yaml.constructor.ConstructorError(
-        None, None, f"{node.tag} has no JSON form", node.start_mark)
-
-
-def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> Obj:
-    return _with_merges(node, lambda key_node: _string_key(
-        loader.construct_object(key_node, deep=True), node, key_node),
-        lambda value_node: loader.construct_object(value_node, deep=True))
-
-
-def _string_key(key: Any, node: yaml.Node, key_node: yaml.Node) -> str:
-    """A built mapping key as sigs.k8s.io/yaml names it (a collection or null is an error)."""
-    if type(key) is str:
-        return key
-    _key_kind(key, node, key_node)
-    return mapping_key(key, key_node) if key is None or isinstance(
-        key, (int, float, bool)) else key
-
-
-def _is_merge(node: yaml.Node) -> bool:
-    """A merge key, as go-yaml v2 (kubectl's reader) tells one: `<<` written plain, or tagged
-    `!!merge`."""
-    return type(node) is _SCALAR_NODE and node.value == "<<" and node.tag in (_PLAIN, _MERGE)
-
-
-def _with_merges(node: yaml.MappingNode, key_of: Callable[[yaml.Node], str],
-                 value_of: Callable[[yaml.Node], Any]) -> Obj:
-    """A mapping as go-yaml v2 builds one: its pairs in order, each merge key setting its
-    value's entries over what is there (a sequence's mappings from the last to the first, so
-    the first wins), any other key set once (twice is an error, as everywhere in tjc)."""
-    out: Obj = {}
-    own: set[str] = set()
-    for key_node, value_node in node.value:
-        if _is_merge(key_node):
-            value = value_of(value_node)
-            maps = value if isinstance(value, list) else [value]
-            if not all(isinstance(item, dict) for item in maps):
-                raise yaml.constructor.ConstructorError(
-                    "while constructing a mapping", node.start_mark,
-                    "map merge requires map or sequence of maps as the value",
-                    value_node.start_mark)
-            for item in reversed(maps):
-                out.update(item)
-            continue
-        key = key_of(key_node)
-        if key in own:
-            raise yaml.MarkedYAMLError("while constructing a mapping", node.start_mark,
-                                       f"found duplicate key {key!r}", key_node.start_mark)
-        own.add(key)
-        out[key] = value_of(value_node)
-    return out
-
-
-def _key_kind(key: Any, node: yaml.Node, key_node: yaml.Node) -> None:
-    """A null or a collection cannot be a key (no JSON form): a marked error."""
-    if key is None or isinstance(key, (dict, list)):
-        raise yaml.constructor.ConstructorError(
-            "while constructing a mapping", node.start_mark,
-            f"a {'null' if key is None else 'collection'} cannot be a key: keys must be "
-            "strings, numbers or booleans", key_node.start_mark)
-
-
-def _construct_str(loader: _Loader, node: yaml.ScalarNode) -> str:
-    return str(loader.construct_scalar(node))
-
-
-_Loader.add_constructor("tag:yaml.org,2002:map", _construct_mapping)
-_Loader.add_constructor("tag:yaml.org,2002:timestamp", _construct_str)
-_Loader.add_constructor("tag:yaml.org,2002:binary", _construct_str)
-for _tag in ("set", "omap", "pairs"):
-    _Loader.add_constructor(f"tag:yaml.org,2002:{_tag}", _unsupported)
-yamlscalars.install(_Loader)  # plain scalars as kubectl reads them
-
-_STR, _MAP, _SEQ = ("tag:yaml.org,2002:str", "tag:yaml.org,2002:map",
-                    "tag:yaml.org,2002:seq")
-_PLAIN, _MERGE = yamlscalars.PLAIN_TAG, "tag:yaml.org,2002:merge"
-_SCALAR_NODE, _SEQUENCE_NODE, _MAPPING_NODE = yaml.ScalarNode, yaml.SequenceNode, \
-    yaml.MappingNode
-
-
-class _PlainLoader(_Loader):
-    """The same loader for text without aliases: it builds the data in one direct walk of
-    the composed nodes instead of PyYAML's generic constructor (most of the load time), with
-    the same results (plain scalars as kubectl reads them, keys named as sigs.k8s.io/yaml
-    names them, duplicate keys refused)."""
-
-    def construct_document(self, node: yaml.Node) -> Any:
-        return self._build(node)
-
-    def _build(self, node: yaml.Node) -> Any:
-        tag, kind = node.tag, type(node)
-        if tag == _PLAIN:
-            value = _plain(node.value)
-            if value is not _MISSING:
-                return value
-        elif tag == _STR and kind is _SCALAR_NODE:
-            return node.value
-        elif tag == _MAP and kind is _MAPPING_NODE:
-            return self._mapping(node)  # type: ignore[arg-type]
-        elif tag == _SEQ and kind is _SEQUENCE_NODE:
-            return [self._build(item) for item in node.value]
-        elif tag in (_STR, _MAP, _SEQ):  # `!!map x`, `!!str {a: 1}`: a tag on the wrong node
-            raise _cannot_hold(node)
-        scalar = self.yaml_constructors.get(tag) if isinstance(node, yaml.ScalarNode) else None
-        if scalar is None:
-            return self.construct_object(node, deep=True)
-        try:  # scalar constructors are plain functions; the same checks as construct_object
-            value = scalar(self, node)
-        except (ValueError, TypeError, LookupError, ArithmeticError) as exc:
-            raise _cannot_hold(node) from exc
-        return self._json_value(node, value)
-
-    def _key(self, node: yaml.Node) -> Any:
-        """A mapping key: as a value, except that a key may be a value JSON cannot carry
-        (`.inf`; `mapping_key` names it), as yamlscalars' mapping constructor allows."""
-        tag = node.tag
-        if tag == _STR and type(node) is _SCALAR_NODE:
-            return node.value
-        if tag == _PLAIN:
-            value = _plain(node.value)
-            if value is not _MISSING:
-                return value
-        self.__dict__.setdefault("_tjc_key_nodes", set()).add(id(node))
-        return self._build(node)
-
-    def _mapping(self, node: yaml.MappingNode) -> Obj:
-        out: Obj = {}
-        for key_node, value_node in node.value:
-            tag = key_node.tag
-            key = key_node.value if tag == _STR else _PLAIN_VALUES.get(key_node.value) \
-                if tag == _PLAIN else None  # the common keys, without a call
-            if type(key) is not str or key == "<<":
-                if _is_merge(key_node):
-                    return self._merged(node)
-                key = _string_key(self._key(key_node), node, key_node)
-            if key in out:
-                raise yaml.MarkedYAMLError("while constructing a mapping", node.start_mark,
-                                           f"found duplicate key {key!r}", key_node.start_mark)
-            tag = value_node.tag
-            if tag == _STR and type(value_node) is _SCALAR_NODE:
-                out[key] = value_node.value
-            elif tag == _PLAIN and (value := _PLAIN_VALUES.get(value_node.value, _MISSING)) \
-                    is not _MISSING:
-                out[key] = value
-            else:
-                out[key] = self._build(value_node)
-        return out
-
-    def _merged(self, node: yaml.MappingNode) -> Obj:
-        """A mapping with merge keys, built again from its first pair (`_with_merges`)."""
-        return _with_merges(node, lambda key_node: _string_key(self._key(key_node), node,
-                                                               key_node), self._build)
-
-
-_MISSING = object()
-_PLAIN_VALUES: dict[str, Any] = {}  # plain scalar text -> value, for texts seen before
-_PLAIN_LIMIT = 16384
-
-
-def _plain(text: str) -> Any:
-    """The value of a plain scalar (an immutable str, number, bool or None), remembered per
-    text; `_MISSING` when it has none JSON can carry (the caller's constructor reports it)."""
-    value = _PLAIN_VALUES.get(text, _MISSING)
-    if value is not _MISSING:
-        return value
-    try:
-        value = yamlscalars.resolve_plain(text)
-    except Exception:  # the full path raises the marked error
-        return _MISSING
-    if isinstance(value, float) and not math.isfinite(value):
-        return _MISSING
-    if len(_PLAIN_VALUES) < _PLAIN_LIMIT:  # the recurring texts come early; keep them
-        _PLAIN_VALUES[text] = value
-    return value
-
-
-_FAST_PLAIN = fastload.Plain(_PLAIN_VALUES, _plain, _MISSING, yamlscalars.WORDS,
-                             yamlscalars.NUMBER_STARTS)
-
 POSITION_TABLES = 64  # the position tables a source keeps (its runtimes' stay in use)
 
 
 @dataclass
 class Source:
-    """One input file (or stdin) and, once needed, the positions of its values."""
+    """One input file (or stdin) and, once needed, the positions of its values. A manifest
+    stream (`stream`, the default) is read as kubectl reads a file (`kubectlstream`); else only
+    its first document counts, as client-go reads a kubeconfig file."""
 
     name: str
     text: str
@@ -284,6 +62,15 @@ class Source:
     _pending: Iterator[dict[FieldPath, tuple[int, int]]] | None = field(default=None, repr=False)
     _next: int = field(default=0, repr=False)
     limit: int | None = field(default=None, repr=False)
+    stream: bool = field(default=True, repr=False)
+    _parts: bool | None = field(default=None, repr=False)
+
+    def in_parts(self) -> bool:
+        """Whether the text is read one part at a time (`kubectlstream.parts`, or the whole
+        text as one part when it is not a stream) rather than as libyaml's one stream."""
+        if self._parts is None:
+            self._parts = not self.stream or not kubectlstream.ordinary(self.text)
+        return self._parts
 
     def positions(self, index: int) -> dict[FieldPath, tuple[int, int]]:
         """Field path -> (line, col), 1-based, for the document at `index`. Documents are
@@ -297,7 +84,8 @@ class Source:
             self._positions.move_to_end(index)
             return table
         if self._pending is None or index < self._next:
-            self._pending, self._next = _compose_positions(self.text), 0
+            self._pending, self._next = _part_positions(self) if self.in_parts() else \
+                _compose_positions(self.text), 0
         while self._next <= index:
             found = next(self._pending, None)
             if found is None:
@@ -343,6 +131,22 @@ def _compose_positions(text: str) -> Iterator[dict[FieldPath, tuple[int, int]]]:
             text, Loader=yaml.CSafeLoader)))
     except yaml.YAMLError:
         return
+
+
+def _part_positions(source: Source) -> Iterator[dict[FieldPath, tuple[int, int]]]:
+    """The position table of each part's first document (the one kubectl reads), in the
+    file's lines."""
+    for part in _parts_of(source):
+        if isinstance(part, BadSeparator):
+            return
+        table = next(_compose_positions(part.text), {})
+        yield {path: (line + part.line, col) for path, (line, col) in table.items()} \
+            if part.line else table
+
+
+def _parts_of(source: Source) -> Iterator[Part | BadSeparator]:
+    """The parts a source is read in: kubectl's, or the whole text when it is not a stream."""
+    return kubectlstream.parts(source.text) if source.stream else iter([Part(source.text, 0, 0)])
 
 
 def _table(node: yaml.Node | None) -> dict[FieldPath, tuple[int, int]]:
@@ -425,32 +229,25 @@ _CHUNK = 64 * 1024
 
 
 def iter_source(source: Source) -> Iterator[Document | Diagnostic]:
-    """Each mapping document of a source in turn, or a located diagnostic for a bad one.
+    """Each mapping document of a source in turn, as kubectl reads it, or a located
+    diagnostic for a bad one.
 
     Lazy, so a long stream is never held in memory at once; a syntax error, or a document
-    nested too deeply to compose safely, ends the stream.
+    nested too deeply to compose safely, ends the stream. A text whose libyaml stream is
+    kubectl's (`kubectlstream.ordinary`: nearly all) is parsed as one stream, by the C fast
+    path where it can; any other one part at a time (`_read_parts`).
     """
+    if source.in_parts():
+        yield from _read_parts(source)
+        return
     deep = too_deep(source.text)
     if deep is not None:
         source.limit = deep[0]
     limit = expanded_limit(len(source.text)) if "*" in source.text else 0
     try:
         yield from _documents(source, limit)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where_mark = Location(source.name, mark.line + 1, mark.column + 1) if mark else \
-            Location(source.name, 1, 1)
-        problem_text = _one_line(exc.problem or "invalid YAML")
-        yield error("TJC-INPUT-SYNTAX", f"cannot parse YAML: {problem_text}").at(where_mark)
-    except yaml.reader.ReaderError as exc:
-        before = source.text[:exc.position]
-        where = Location(source.name, before.count("\n") + 1,
-                         exc.position - before.rfind("\n"))
-        yield error("TJC-INPUT-SYNTAX", f"cannot parse YAML: character U+{exc.character:04X} "
-                    f"is not allowed: {exc.reason}").at(where)
     except yaml.YAMLError as exc:
-        yield error("TJC-INPUT-SYNTAX", f"cannot parse YAML: {_one_line(str(exc))}").at(
-            Location(source.name, 1, 1))
+        yield _syntax_error(source, exc)
     if deep is not None:
         yield too_deep_error(deep[0]).at(Location(source.name, deep[1], deep[2]))
 
@@ -459,14 +256,96 @@ def _documents(source: Source, limit: int) -> Iterator[Document | Diagnostic]:
     """The documents before `source.limit`, built; `limit` bounds alias expansion (0: none)."""
     if source.limit == 0:
         return
-    loader = _Loader if limit else _PlainLoader  # aliases need PyYAML's own construction
-    fast = None if limit else fastload.stream(source.text, _FAST_PLAIN)
-    documents = fastload.with_fallback(fast, lambda: yaml.load_all(source.text, Loader=loader))
+    text = kubectlstream.ended(source.text)
+    fast = None if limit else fastload.stream(text, FAST_PLAIN)
+    documents = fastload.with_fallback(fast, lambda: yaml.load_all(
+        go_tags(text), Loader=loader_for(text, aliases=bool(limit))))
     for index, data in enumerate(documents):
         if data is not None:
             yield from _checked(Document({}, source, index), data, limit)
         if source.limit is not None and index + 1 >= source.limit:
             return
+
+
+def _read_parts(source: Source) -> Iterator[Document | Diagnostic]:
+    """The first document of each part kubectl cuts the text into (of the whole text, when
+    it is not a stream); the first bad part ends them."""
+    limit = expanded_limit(len(source.text)) if "*" in source.text else 0
+    for index, part in enumerate(_parts_of(source)):
+        if isinstance(part, BadSeparator):
+            yield error("TJC-INPUT-SYNTAX", "cannot parse YAML: a line starting with --- "
+                        "separates documents and may hold only a comment after it, found "
+                        f"{_one_line(part.rest)!r}").at(
+                            Location(source.name, part.line + 1, part.column))
+            return
+        deep = too_deep(part.text)
+        if deep is not None and deep[0] == 0:
+            source.limit = index
+            yield too_deep_error(index).at(Location(source.name, part.line + deep[1], deep[2]))
+            return
+        aliases = limit if "*" in part.text else 0
+        try:
+            data = _first_document(part, source.stream, aliases)
+        except yaml.YAMLError as exc:
+            yield _syntax_error(source, exc, part)
+            return
+        if data is not None:
+            yield from _checked(Document({}, source, index), data, aliases)
+
+
+def _first_document(part: Part, stream: bool, limit: int) -> Any:
+    """The data of a part's first document, the only one sigs.k8s.io/yaml reads (parsed no
+    further than its end: both paths are lazy); None when it has none."""
+    _check_directives(part, stream)
+    text = part.text
+    fast = None if limit else fastload.stream(text, FAST_PLAIN)
+    return next(iter(fastload.with_fallback(fast, lambda: yaml.load_all(
+        go_tags(text), Loader=loader_for(text, aliases=bool(limit))))), None)
+
+
+def _check_directives(part: Part, stream: bool) -> None:
+    """go-yaml's rules for a first document's directives where libyaml's differ: `%YAML` other
+    than 1.1 is refused (libyaml takes 1.2), and in a stream a directive has no document."""
+    if "%" not in part.text:
+        return
+    directives = kubectlstream.leading_directives(part.text)
+    for line, text in directives:
+        version = _YAML_VERSION.match(text)
+        if version and tuple(map(int, version.groups())) != (1, 1):
+            raise _marked_line(line, "found incompatible YAML document: kubectl reads "
+                               f"%YAML 1.1 only, not {'.'.join(version.groups())}")
+    if directives and stream and kubectlstream.orphan(part.text):
+        raise _marked_line(directives[0][0], f"the directive {directives[0][1]!r} has no "
+                           "document: kubectl cuts a file at its lines starting with ---, so "
+                           "no --- can follow a directive (remove it)")
+
+
+_YAML_VERSION = re.compile(r"%YAML[ \t]+([0-9]+)\.([0-9]+)(?:[ \t]|$)")
+
+
+def _marked_line(line: int, problem: str) -> yaml.MarkedYAMLError:
+    """A YAML error at the start of a 0-based line of the text being parsed."""
+    return yaml.MarkedYAMLError(problem=problem, problem_mark=yaml.Mark(
+        "", 0, line, 0, None, None))  # type: ignore[arg-type]
+
+
+def _syntax_error(source: Source, exc: yaml.YAMLError, part: Part | None = None) -> Diagnostic:
+    """A YAML error as one located diagnostic (in a part: at its place in the file)."""
+    line, offset = (part.line, part.offset) if part else (0, 0)
+    if isinstance(exc, yaml.MarkedYAMLError):
+        mark = exc.problem_mark or exc.context_mark
+        where = Location(source.name, line + mark.line + 1, mark.column + 1) if mark else \
+            Location(source.name, line + 1, 1)
+        return error("TJC-INPUT-SYNTAX", "cannot parse YAML: "
+                     f"{_one_line(exc.problem or 'invalid YAML')}").at(where)
+    if isinstance(exc, yaml.reader.ReaderError):
+        before = source.text[:offset + exc.position]
+        where = Location(source.name, before.count("\n") + 1,
+                         len(before) - before.rfind("\n"))
+        return error("TJC-INPUT-SYNTAX", f"cannot parse YAML: character U+{exc.character:04X} "
+                     f"is not allowed: {exc.reason}").at(where)
+    return error("TJC-INPUT-SYNTAX", f"cannot parse YAML: {_one_line(str(exc))}").at(
+        Location(source.name, line + 1, 1))
 
 
 def _checked(where: Document, data: Any, limit: int) -> Iterator[Document | Diagnostic]:

@@ -8,9 +8,11 @@ int64). So `memory: 1e9` reaches the cluster as the number 1000000000 (the quant
 `08` as 8, `2001-12-14` stays a string, and `.inf` fails in kubectl. PyYAML's own resolver
 (sexagesimal ints, floats need a dot, timestamps) differs on all of these.
 
-`install(loader_class)` makes a PyYAML loader class resolve plain scalars this way (install
-it after the class's mapping constructor: it wraps it to tell keys from values);
-`mapping_key` turns a non-string mapping key into the string sigs.k8s.io/yaml makes of it.
+`go_value` is what go-yaml makes of a plain scalar, `resolve_plain` the JSON value the API
+server receives for it (`api_value` for any Go value); `float32_key` names a float mapping key
+as sigs.k8s.io/yaml does. Explicitly tagged scalars are `yamltags`'. Pure; called by the
+loader's modules (`yamlread`, `yamltags`) and by `emit` (a string it prints plain must read
+back as a string).
 """
 
 from __future__ import annotations
@@ -20,8 +22,6 @@ import re
 import struct
 from decimal import Decimal
 from typing import Any
-
-import yaml
 
 PLAIN_TAG = "tag:tjc,2024:kubectl-plain"
 INT64 = 2**63
@@ -136,7 +136,12 @@ def go_value(text: str) -> tuple[str, Any]:
 
 def resolve_plain(text: str) -> Any:
     """The JSON value the API server receives for a plain scalar kubectl read."""
-    kind, value = go_value(text)
+    return api_value(*go_value(text))
+
+
+def api_value(kind: str, value: Any) -> Any:
+    """The JSON value the API server receives for a value of this Go type (`go_value`);
+    Unrepresentable for a float JSON cannot carry."""
     if kind == "uint":
         return value if value < INT64 else float(value)
     if kind == "float":
@@ -144,7 +149,7 @@ def resolve_plain(text: str) -> Any:
     return value
 
 
-def _float32_key(value: float) -> str:
+def float32_key(value: float) -> str:
     """strconv.FormatFloat(value, 'g', -1, 32), with sigs.k8s.io/yaml's .inf/.nan names."""
     if math.isnan(value):
         return ".nan"
@@ -174,44 +179,3 @@ def _float32_key(value: float) -> str:
     whole = figures.ljust(exp + 1, "0")
     rest = figures[exp + 1:]
     return f"{sign}{whole[:exp + 1]}" + (f".{rest}" if rest else "")
-
-
-def mapping_key(key: Any, node: yaml.Node) -> str:
-    """The string sigs.k8s.io/yaml makes of a non-string mapping key (plain scalars only)."""
-    kind, value = go_value(str(node.value)) if isinstance(node, yaml.ScalarNode) and \
-        node.style in (None, "") else ("", key)
-    if kind == "bool":
-        return "true" if value else "false"
-    if kind == "int":
-        return str(value)
-    if kind == "float":
-        return _float32_key(value)
-    raise yaml.constructor.ConstructorError(
-        None, None, f"unsupported map key {getattr(node, 'value', key)!r} (kubectl cannot "
-        "convert it)", node.start_mark)
-
-
-def _construct_plain(loader: yaml.BaseLoader, node: yaml.ScalarNode) -> Any:
-    try:
-        return resolve_plain(str(node.value))
-    except Unrepresentable as exc:
-        if id(node) in getattr(loader, "_tjc_key_nodes", ()):
-            return go_value(str(node.value))[1]  # a key: mapping_key names it (.inf)
-        raise yaml.constructor.ConstructorError(
-            None, None, f"{exc} (kubectl cannot send {node.value!r})", node.start_mark) from exc
-
-
-def install(loader_class: Any) -> None:
-    """Make `loader_class` resolve every plain scalar as kubectl does (its own implicit
-    resolvers are replaced; quoted scalars and explicit tags are untouched)."""
-    loader_class.yaml_implicit_resolvers = {}
-    loader_class.add_implicit_resolver(PLAIN_TAG, re.compile(""), None)
-    loader_class.add_constructor(PLAIN_TAG, _construct_plain)
-    construct_map = loader_class.yaml_constructors["tag:yaml.org,2002:map"]
-
-    def mapping(loader: Any, node: yaml.MappingNode) -> Any:
-        keys = loader.__dict__.setdefault("_tjc_key_nodes", set())
-        keys.update(id(key) for key, _ in node.value)
-        return construct_map(loader, node)
-
-    loader_class.add_constructor("tag:yaml.org,2002:map", mapping)

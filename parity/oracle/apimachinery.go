@@ -4,11 +4,16 @@ package main
 // k8s.io/apimachinery does them.
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	"sigs.k8s.io/yaml"
 )
@@ -26,6 +31,33 @@ func yamlToJSON(text string) textAnswer {
 		return textAnswer{Error: err.Error()}
 	}
 	return textAnswer{JSON: data}
+}
+
+// streamAnswer is the documents kubectl reads from a stream, as JSON, up to its error if any.
+type streamAnswer struct {
+	Documents []json.RawMessage `json:"documents"`
+	Error     string            `json:"error,omitempty"`
+}
+
+// kubectlStream is what kubectl reads from a file or stdin: apimachinery's YAMLOrJSONDecoder
+// (a YAML stream cut at its `---` lines, each part through sigs.k8s.io/yaml), as
+// k8s.io/cli-runtime's StreamVisitor uses it (empty and null documents passed over).
+func kubectlStream(text string) streamAnswer {
+	decoder := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(text), 4096)
+	answer := streamAnswer{Documents: []json.RawMessage{}}
+	for {
+		var raw json.RawMessage
+		if err := decoder.Decode(&raw); err != nil {
+			if !errors.Is(err, io.EOF) {
+				answer.Error = err.Error()
+			}
+			return answer
+		}
+		raw = bytes.TrimSpace(raw)
+		if len(raw) != 0 && !bytes.Equal(raw, []byte("null")) {
+			answer.Documents = append(answer.Documents, raw)
+		}
+	}
 }
 
 // quantity takes a JSON value (a string or a number, as a manifest may hold either) through

@@ -13,6 +13,8 @@
 //	          outputs only: upstream ranges over Go maps), and podErrors: what the API server
 //	          says of the Jobs and Pods the first output's JobSet becomes (pods.go).
 //	yaml      {"text": "..."}: the JSON sigs.k8s.io/yaml makes of a YAML document.
+//	kubectl   {"text": "..."}: the documents kubectl reads from a file holding the text (cut
+//	          at its `---` lines, each through sigs.k8s.io/yaml), as JSON, and its error if any.
 //	quantity  {"text": "..."}: a JSON string or number through resource.Quantity's JSON coding.
 //	smp       {"original": {...}, "patch": {...}}: strategicpatch.StrategicMergePatch on a
 //	          JobSetSpec.
@@ -81,6 +83,8 @@ func serve(kinds map[string]*crdKind, req *request) any {
 		return runCase(kinds, req)
 	case "yaml":
 		return yamlToJSON(req.Text)
+	case "kubectl":
+		return kubectlStream(req.Text)
 	case "quantity":
 		return quantity(req.Text)
 	case "smp":
