@@ -77,7 +77,29 @@ def _skip_reason(case: goldenfile.Case, docs: list[Obj]) -> str | None:
         return "no TrainJob"
     if len(_gpu_names(docs)) > 1:
         return "several GPU resource names: upstream picks one at random (README)"
+    if _pods_refused(docs):
+        return "the API server would refuse its Pods: tjc fails the TrainJob (one verdict)"
     return None
+
+
+def _pods_refused(docs: list[Obj]) -> bool:
+    """Whether tjc's admission refuses a TrainJob of the case for what the API server would
+    refuse in its Jobs or Pods (`TJC-POD-*`, `TJC-RESOURCE-*`): upstream's controller builds
+    the JobSet, whose Pods then never start; tjc's marks the TrainJob Failed (README)."""
+    from compiler import compile_trainjob
+
+    runtimes = [d for d in docs if d.get("kind") != "TrainJob"] + \
+        [d.data for d in builtin_runtimes()]
+    for job in (d for d in docs if d.get("kind") == "TrainJob"):
+        name = job["spec"]["runtimeRef"]["name"]
+        runtime = next((r for r in runtimes if r["metadata"]["name"] == name), None)
+        if runtime is None:
+            continue
+        rules = {d.rule for d in compile_trainjob(job, runtime).diagnostics
+                 if d.severity.value == "error"}
+        if any(rule.startswith(("TJC-POD-", "TJC-RESOURCE-")) for rule in rules):
+            return True
+    return False
 
 
 def _gpu_names(value: Any) -> set[str]:
@@ -136,6 +158,10 @@ VARIANTS: list[Obj] = [
     {"numNodes": 2, "resourcesPerNode": {"requests": {"cpu": "2", "memory": "4Gi"}}},
     {"image": "example.com/train:v1", "command": ["python", "train.py"], "args": ["--lr=0.1"]},
     {"numNodes": 4, "numProcPerNode": 2},
+    {"numNodes": 2, "resourcesPerNode": {"limits": {"cpu": "1", "memory": "2Gi"}}},
+    {"numNodes": 3, "args": ["--epochs=1"], "env": [{"name": "SEED", "value": "7"}]},
+    {"numNodes": 1, "resourcesPerNode": {"requests": {"cpu": "500m"},
+                                         "limits": {"cpu": "1", "nvidia.com/gpu": "1"}}},
 ]
 
 
