@@ -76,10 +76,15 @@ def test_what_the_webhook_refuses_fails_without_a_jobset(
 
 def test_a_policy_deny_fails_without_a_jobset(kube: Kube, controller: Controller,
                                               namespace: str) -> None:
-    kube.create(TRAINJOB, namespace, trainjob(namespace, "gpus", "torch-distributed", trainer={
-        "numNodes": 1, "resourcesPerNode": {"requests": {"nvidia.com/gpu": "1"},
-                                            "limits": {"nvidia.com/gpu": "2"}}}))
+    # a privileged container only the policies deny (a GPU request unequal to its limit,
+    # which this test used, the API server refuses in the Pods: TJC-POD-RESOURCES, earlier)
+    privileged = [{"manager": "example.com/m", "trainingRuntimeSpec": {"template": {"spec": {
+        "replicatedJobs": [{"name": "node", "template": {"spec": {"template": {"spec": {
+            "containers": [{"name": "node", "securityContext": {"privileged": True}}]}}}}}]}}}}]
+    job = trainjob(namespace, "gpus", "torch-distributed", trainer={"numNodes": 1})
+    job["spec"]["runtimePatches"] = privileged
+    kube.create(TRAINJOB, namespace, job)
     failed = _failed(kube, namespace, "gpus")
     assert failed["reason"] == "TrainJobInvalid"
-    assert "[resources.extended-requests-equal-limits]" in failed["message"]
+    assert "[security.privileged]" in failed["message"]
     assert kube.get(JOBSET, namespace, "gpus") is None
