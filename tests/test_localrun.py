@@ -240,7 +240,8 @@ def test_ctrl_c_or_sigterm_stops_every_process(tmp_path: Path, sig: int) -> None
     job.write_text(TRAINJOB.format(script=f"import time; print('up', flush=True); "
                                    f"time.sleep(120)  # {marker}"))
     proc = subprocess.Popen([sys.executable, "-m", "compiler", "run", "--local", str(job)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_sigint)
     assert proc.stdout is not None
     seen = [proc.stdout.readline(), proc.stdout.readline()]
     assert all(line.endswith(" up\n") for line in seen), seen
@@ -275,3 +276,10 @@ def test_ready_waits_for_a_tcp_readiness_probe_on_the_mapped_port(tmp_path: Path
     assert outcome.succeeded, out.getvalue()
     lines = out.getvalue().splitlines()
     assert lines.index("[tj-server-0-0] listening") < lines.index("[tj-node-0-0] connected")
+
+
+def default_sigint() -> None:
+    """In the child: Ctrl-C's default action. A test run started in the background by a shell
+    without job control inherits SIGINT ignored, and so would tjc, which then (rightly) would
+    not stop on it: the test is about tjc's handling of a SIGINT it is sent."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -33,7 +33,7 @@ from compiler.io.sshkeys import generated
 from compiler.kube.podspec import volumefiles
 from compiler.localrun import plan, volumes
 from compiler.render.pipeline import JobResult, render_stream
-from tests.test_localrun import TRAINJOB, _jobset, _plan
+from tests.test_localrun import TRAINJOB, _jobset, _plan, default_sigint
 
 PRIVATE = b"-----BEGIN OPENSSH PRIVATE KEY-----\n"
 
@@ -333,7 +333,8 @@ def test_no_pod_process_outlives_tjc(tmp_path: Path, signals: tuple[int, ...]) -
     job = tmp_path / "job.yaml"
     job.write_text(TRAINJOB.format(script=f"import runpy; runpy.run_path('{script}')"))
     proc = subprocess.Popen([sys.executable, "-m", "compiler", "run", "--local", str(job)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=default_sigint)
     seen: list[str] = []
     pids: list[int] = []
     try:
