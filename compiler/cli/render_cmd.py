@@ -238,7 +238,8 @@ class _Output:
         if self.writer is not None:  # it refuses a second TrainJob of one file itself
             found = self.writer.write(*job.names, job.has_objects, job.text)
             return [d.at(self._locate(job, ("metadata", "name"))) for d in found]
-        again = self.names.meet([job.met]) if job.met is not None else []
+        again = self.names.meet([job.met], lambda _: self._locate(job, ("metadata", "name"))) \
+            if job.met is not None else []
         if again:  # a second TrainJob of one namespace and name, as validate says: no objects
             return again
         if job.text and self.args.output == "json":

@@ -90,18 +90,18 @@ def run(args: argparse.Namespace) -> int:
 
 def _report(args: argparse.Namespace, pipeline: Pipeline, workers: jobs.Workers) -> int:
     from compiler.cli import report_out
-    from compiler.validate.documents import Names
+    from compiler.validate.documents import Names, locate_in
 
     context = _context(args, pipeline.checker)
     out = report_out.Report(args.format, sys.stdout, context, strict=args.strict)
     for d in pipeline.notes:
         _add(args, out, d)
     policy_errors = list(pipeline.checker.policies.errors) if pipeline.checker else []
-    names = Names()
+    names, locate = Names(), locate_in(pipeline.sources)
     for found, new, met in workers.ordered(pipeline.plan()):
         for d in pipeline.checker.once(found) if pipeline.checker else found:
             _add(args, out, d)
-        for d in names.meet(met):
+        for d in names.meet(met, locate):
             out.add(d)
         policy_errors += [d for d in new if d not in policy_errors]
     for d in policy_errors:

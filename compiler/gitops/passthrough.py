@@ -11,11 +11,11 @@ there (`compiler.io.placement`), and pass through as they came. Pure: sources in
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from compiler.common.diagnostics import Diagnostic, Severity
+from compiler.common.diagnostics import Diagnostic, Location, Severity
 from compiler.core.context import CompileOptions
 from compiler.core.resolve import RuntimeKey
 from compiler.io import toolfiles
@@ -23,7 +23,7 @@ from compiler.io.inputs import RuntimeEntry, is_jobset, kind_of, runtime_table
 from compiler.io.loader import Document, Source, iter_source
 from compiler.io.placement import Placement, placed
 from compiler.render.pipeline import render_one
-from compiler.validate.documents import Names, Validator
+from compiler.validate.documents import Met, Names, Validator
 
 if TYPE_CHECKING:
     from compiler.policy.check import PolicyChecker
@@ -85,7 +85,7 @@ def transform(sources: Sequence[Source], builtin: Sequence[Document] = (),
                 yield from _refused(doc, kind, here, opts)
             elif kind == "TrainJob":
                 met = Names.key(here)
-                again = names.meet([met]) if met is not None else []
+                again = names.meet([met], _at_name(here)) if met is not None else []
                 if again:  # a second TrainJob of one namespace and name: no objects
                     yield Item(None, again, doc)
                 else:
@@ -95,6 +95,11 @@ def transform(sources: Sequence[Source], builtin: Sequence[Document] = (),
                 if opts.policies is not None:
                     found = opts.policies.once(found)
                 yield Item(doc.data, found, doc)
+
+
+def _at_name(doc: Document) -> Callable[[Met], Location]:
+    """Where a TrainJob's name is (for `Names.meet`)."""
+    return lambda _: doc.locate(("metadata", "name"))
 
 
 def _other(doc: Document, why: Diagnostic) -> Item:

@@ -75,7 +75,9 @@ def render_stream(sources: Iterable[Source], builtin: Sequence[Document] = (),
 def _meet(names: Names, result: JobResult) -> None:
     """A second TrainJob of one namespace and name gets no objects, as in validate."""
     met = Names.key(result.trainjob)
-    again = names.meet([met]) if met is not None else []
+    doc = result.trainjob
+    again = names.meet([met], lambda _: doc.locate(("metadata", "name"))) \
+        if met is not None else []
     if again:
         result.objects = []
         result.diagnostics += again

@@ -9,9 +9,11 @@ and, per TrainJob, by the render application before it compiles. No I/O beyond `
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -36,7 +38,7 @@ from compiler.core.resolve import (
     wanted_key,
 )
 from compiler.io.inputs import JOBSET, RuntimeEntry, classified, runtime_table
-from compiler.io.loader import Document, Source, iter_source
+from compiler.io.loader import Document, Source, SourceFiles, iter_source
 from compiler.io.placement import Placement, in_namespace
 from compiler.kube.podspec import refusals as podspec
 from compiler.validate import quirks
@@ -217,14 +219,16 @@ def validate_stream(sources: Iterable[Source], builtin: Sequence[Document] = (),
     `placement`: the namespace the inputs are applied into."""
     validator, notes = prepare(sources, builtin, previous, policies, placement=placement)
     yield from notes
-    names = Names()
+    names, locate = Names(), locate_in(sources)
     for source in sources:
         yield from _once(policies, validate_source(validator, source, placement))
-        yield from names.meet(validator.met)
+        yield from names.meet(validator.met, locate)
         validator.met.clear()
 
 
-Met = tuple[tuple[str, str, str], Location]
+Met = tuple[int, str, str, str, int, tuple[str | int, ...]]
+"""A TrainJob met: the digest of its namespace (or folder) and name, its namespace and name,
+and where it is (source name, document index, base path) to locate it only when needed."""
 
 
 class Names:
@@ -232,37 +236,90 @@ class Names:
     same pair is an error (applied, one would replace the other; `render --output-dir` keeps
     only the first). One without a namespace (and not placed in one: `--namespace`) gets it
     where it is applied (a GitOps application's folder), so it meets only those of its own
-    folder. A worker reports what it met (`Validator.met`); the parent meets them."""
+    folder. A worker reports what it met (`Validator.met`); the parent meets them. Only a
+    64-bit digest per TrainJob is kept (`Digests`), so memory stays flat in the number of
+    TrainJobs; the second one is located when met."""
 
     def __init__(self) -> None:
-        self.first: dict[tuple[str, str, str], Location] = {}
+        self.seen = Digests()
 
     @staticmethod
     def key(doc: Document) -> Met | None:
-        """A TrainJob's namespace (or, without one, its folder) and name, and where its name
-        is."""
+        """What `meet` needs of a TrainJob, or None without a name."""
         meta = doc.data.get("metadata")
         name = meta.get("name") if isinstance(meta, dict) else None
         if not isinstance(name, str) or not name:
             return None
         namespace = meta.get("namespace") if isinstance(meta, dict) else None
-        where = doc.locate(("metadata", "name"))
-        if isinstance(namespace, str) and namespace:
-            return (namespace, name, ""), where
-        return ("", name, os.path.dirname(doc.source.name)), where
+        namespace = namespace if isinstance(namespace, str) else ""
+        scope = "" if namespace else os.path.dirname(doc.source.name)
+        digest = int.from_bytes(hashlib.blake2b(
+            "\0".join((namespace, name, scope)).encode("utf-8", "surrogatepass"),
+            digest_size=8).digest(), "big") or 1
+        return digest, namespace, name, doc.source.name, doc.index, tuple(doc.base)
 
-    def meet(self, met: Iterable[Met]) -> list[Diagnostic]:
-        """The errors for the TrainJobs among `met` that came before."""
+    def meet(self, met: Iterable[Met], locate: Callable[[Met], Location]) -> list[Diagnostic]:
+        """The errors for the TrainJobs among `met` whose pair came before."""
         out: list[Diagnostic] = []
-        for key, where in met:
-            first = self.first.setdefault(key, where)
-            if first is not where:
-                shown = f"{key[0]}/{key[1]}" if key[0] else key[1]
-                out.append(Diagnostic(
-                    Severity.ERROR, "TJC-TRAINJOB-DUPLICATE", f"a second TrainJob {shown} in "
-                    f"the inputs (also at {first}); applied, one would replace the other",
-                    ("metadata", "name"), ObjectRef("TrainJob", key[1], key[0])).at(where))
+        for found in met:
+            if self.seen.add(found[0]):
+                continue
+            namespace, name = found[1], found[2]
+            shown = f"{namespace}/{name}" if namespace else name
+            out.append(Diagnostic(
+                Severity.ERROR, "TJC-TRAINJOB-DUPLICATE", f"a second TrainJob {shown} in the "
+                "inputs; applied, one would replace the other", ("metadata", "name"),
+                ObjectRef("TrainJob", name, namespace)).at(locate(found)))
         return out
+
+
+class Digests:
+    """A set of nonzero 64-bit digests in one array (open addressing, at most half full):
+    16 bytes per member at most, where a Python set of ints takes about 60."""
+
+    def __init__(self) -> None:
+        self.slots = array("Q", bytes(8 * 1024))
+        self.count = 0
+
+    def add(self, digest: int) -> bool:
+        """Add a digest; False when it was there already."""
+        if 2 * (self.count + 1) > len(self.slots):
+            self._grow()
+        slots, mask = self.slots, len(self.slots) - 1
+        i = digest & mask
+        while slots[i]:
+            if slots[i] == digest:
+                return False
+            i = (i + 1) & mask
+        slots[i] = digest
+        self.count += 1
+        return True
+
+    def _grow(self) -> None:
+        old = self.slots
+        self.slots = array("Q", bytes(16 * len(old)))
+        self.count = 0
+        for digest in old:
+            if digest:
+                self.add(digest)
+
+
+def locate_in(sources: Iterable[Source]) -> Callable[[Met], Location]:
+    """`Names.meet`'s locator over the run's sources: the TrainJob's metadata.name (input
+    files are read again by name, one, not all: `SourceFiles` keeps none)."""
+    by_name: dict[str, Source] = {}
+
+    def source_of(name: str) -> Source:
+        if isinstance(sources, SourceFiles):
+            return sources[sources.index(name)]
+        if not by_name:
+            by_name.update((source.name, source) for source in sources)
+        return by_name[name]
+
+    def locate(found: Met) -> Location:
+        return Document({}, source_of(found[3]), found[4], found[5]).locate(("metadata", "name"))
+
+    return locate
 
 
 def prepare(sources: Iterable[Source], builtin: Sequence[Document] = (),
