@@ -360,3 +360,18 @@ def test_the_names_met_take_a_few_bytes_each() -> None:
     assert all(seen.add(n * 0x9E3779B97F4A7C15 % 2**64 or 1) for n in range(1, 50_000))
     assert not any(seen.add(n * 0x9E3779B97F4A7C15 % 2**64 or 1) for n in range(1, 50_000, 7))
     assert seen.count == 49_999 and len(seen.slots) * 8 <= 16 * 65_536 * 2
+
+
+@pytest.mark.parametrize("policies", [[], ["--no-default-policies"]])
+@pytest.mark.parametrize("verb", ["validate", "render"])
+def test_a_trainjob_env_name_the_pods_refuse(verb: str, policies: list[str], tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """An env name `A=B` in spec.trainer.env: validate checked the refusals on its policy view
+    of the JobSet, which leaves out the env the plugins write, and passed (exit 0) what render
+    refused (TJC-POD-ENV). Both check the whole JobSet."""
+    job = tmp_path / "job.yaml"
+    job.write_text(_job().replace('image: "repo/train:1"',
+                                  'image: "repo/train:1", env: [{name: "A=B", value: "1"}]'))
+    code = main([verb, "-q", *policies, str(job)])
+    out, err = capsys.readouterr()
+    assert code == 1 and "[TJC-POD-ENV]" in out + err

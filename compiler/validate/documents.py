@@ -28,7 +28,7 @@ from compiler.common.diagnostics import (
 )
 from compiler.common.jsondata import Obj
 from compiler.core import admission, webhook
-from compiler.core.compile import CompileResult, compile_defaulted, policy_view
+from compiler.core.compile import CompileResult, compile_defaulted
 from compiler.core.resolve import (
     ObjectKey,
     RuntimeKey,
@@ -173,15 +173,8 @@ class Validator:
         entry = self._entry(found, data)
         if entry is None:
             return found
-        if self.policies is None or self.policies.views_suffice():  # its policy view
-            jobset = policy_view(data, entry.get())
-            if jobset is None:
-                return found + self._refusals(doc, entry, compile_defaulted(data, entry.get()))
-            if self.policies is None:
-                return found
-            located = self.policies.jobset_view(doc, data, entry.doc, entry.get(), jobset)
-            if located is not None:
-                return found + located
+        # the whole JobSet: what the API server refuses in its Pods reads the env, ports and
+        # mounts a policy view leaves out
         compiled = compile_defaulted(data, entry.get())
         if has_errors(compiled.diagnostics):
             return found + self._refusals(doc, entry, compiled)
