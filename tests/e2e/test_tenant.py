@@ -109,7 +109,23 @@ def namespace(admin: Kube) -> str:
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "tenant"},
         "subjects": [{"kind": "User", "name": TENANT,
                       "apiGroup": "rbac.authorization.k8s.io"}]})
+    eventually(lambda: may_create_trainjobs(admin, name), what="the tenant's RoleBinding in force")
     return name
+
+
+def may_create_trainjobs(admin: Kube, namespace: str) -> bool:
+    """Whether the API server's authorizer already grants TENANT its Role.
+
+    The RBAC authorizer reads Roles and RoleBindings from an informer cache, so a binding just
+    created can take a moment to be in force; a SubjectAccessReview asks the authorizer itself.
+    """
+    review = cl.api_request(admin.api, "POST",
+                            "/apis/authorization.k8s.io/v1/subjectaccessreviews", {
+        "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+        "spec": {"user": TENANT, "resourceAttributes": {
+            "namespace": namespace, "verb": "create", "group": "trainer.kubeflow.org",
+            "resource": "trainjobs"}}})
+    return bool(review.get("status", {}).get("allowed"))
 
 
 @pytest.fixture
