@@ -15,7 +15,8 @@ from compiler.common.diagnostics import one_line
 HELP = "list, show and test the CUE policy packs"
 EPILOG = """\
 examples:
-  tjc policies list                          every built-in rule: id, severity, kinds
+  tjc policies list                          every built-in rule: id, severity, kinds,
+                                             compiled or evaluated by CUE (and why)
   tjc policies list --policy team-policies/  with your own packs
   tjc policies show security.privileged      one rule (or pack) and its CUE source
   tjc policies test team-policies/           run a pack folder's testdata/ cases
@@ -56,17 +57,26 @@ def _packs(args: argparse.Namespace) -> list[Any]:
                                  builtin=not args.no_default_policies))
 
 
+def _evaluation(pack: Any, rule_id: str) -> str:
+    """How a rule runs: "compiled" (a plan made from its CUE source) or "cue: <why>"."""
+    reason = pack.plan.reasons.get(rule_id)
+    return "compiled" if reason is None else f"cue: {reason}"
+
+
 def run_list(args: argparse.Namespace) -> int:
-    """Print every rule."""
-    rules = [rule for pack in _packs(args) for rule in pack.rules.values()]
+    """Print every rule, with whether it runs compiled or by CUE (and why)."""
+    rules = [(pack, rule) for pack in _packs(args) for rule in pack.rules.values()]
     if args.output == "json":
         print(json.dumps([{"id": r.id, "severity": r.severity, "appliesTo": list(r.applies_to),
-                           "pack": r.pack, "message": r.message} for r in rules], indent=2))
+                           "pack": r.pack, "message": r.message,
+                           "evaluation": _evaluation(p, r.id)} for p, r in rules], indent=2))
         return 0
-    width = max((len(r.id) for r in rules), default=4)
-    print(f"{'RULE':<{width}}  SEVERITY  APPLIES TO")
-    for r in rules:
-        print(f"{r.id:<{width}}  {r.severity:<8}  {', '.join(r.applies_to)}")
+    width = max((len(r.id) for _, r in rules), default=4)
+    print(f"{'RULE':<{width}}  SEVERITY  EVALUATION  APPLIES TO")
+    for p, r in rules:
+        how = _evaluation(p, r.id)
+        print(f"{r.id:<{width}}  {r.severity:<8}  {how.split(':')[0]:<10}  "
+              f"{', '.join(r.applies_to)}" + (f"  ({how[5:]})" if how != "compiled" else ""))
     return 0
 
 
@@ -82,6 +92,7 @@ def run_show(args: argparse.Namespace) -> int:
     for pack, rule in chosen:
         entry = {"id": rule.id, "severity": rule.severity, "appliesTo": list(rule.applies_to),
                  "message": rule.message, "pack": pack.file,
+                 "evaluation": _evaluation(pack, rule.id),
                  "source": _rule_source(Path(pack.file), rule.id)}
         out.append(entry)
     if args.output == "json":
@@ -89,7 +100,8 @@ def run_show(args: argparse.Namespace) -> int:
         return 0
     for e in out:
         print(f"{e['id']} [{e['severity']}] in {e['pack']}\n  applies to: "
-              f"{', '.join(e['appliesTo'])}\n  message: {e['message']}\n\n{e['source']}")
+              f"{', '.join(e['appliesTo'])}\n  message: {e['message']}\n  evaluation: "
+              f"{e['evaluation']}\n\n{e['source']}")
     return 0
 
 

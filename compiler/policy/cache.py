@@ -1,7 +1,7 @@
 """What loading a pack learns from CUE, kept on disk so the next run need not load CUE.
 
-A pack's rule index, resolved settings and read set are a pure function of the pack file, the
-contract, the settings given and the evaluator library: they are stored as JSON
+A pack's rule index, resolved settings, read set and syntax tree are a pure function of the
+pack file, the contract, the settings given and the evaluator library: they are stored as JSON
 under the user's cache folder (`$XDG_CACHE_HOME` or `~/.cache`, then
 `trainjob-compiler/<version>/packs/`), named by the sha256 of all of these. Only packs that
 loaded without a problem are stored, so a broken pack is always reported by CUE.
@@ -62,8 +62,8 @@ def read(name: str) -> dict[str, Any] | None:
         data = json.loads((where / f"{name}.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    return data if isinstance(data, dict) and {"index", "settings", "reads"} <= set(data) \
-        else None
+    wanted = {"index", "settings", "reads", "syntax"}
+    return data if isinstance(data, dict) and wanted <= set(data) else None
 
 
 def write(name: str, facts: dict[str, Any]) -> None:

@@ -89,6 +89,7 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
         "cue_dec_json": (h, [h, buf, size]),
         "tjc_eval_batch": (h, [h, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_int, buf, size]),
         "tjc_input_reads": (h, [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, buf, size]),
+        "tjc_pack_syntax": (h, [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, buf, size]),
     }
     for name, (restype, argtypes) in signatures.items():
         fn = getattr(lib, name)
@@ -155,6 +156,14 @@ def input_reads(source: bytes, filename: str) -> dict[str, list[list[str | None]
     lib = load()
     return dict(json.loads(_take_bytes(lambda out, size: lib.tjc_input_reads(
         source, len(source), filename.encode(), out, size))))
+
+
+def pack_syntax(source: bytes, filename: str) -> Any:
+    """A CUE file's syntax tree as the official parser reads it, as JSON data (the nodes
+    the policy compiler reads; others as {"t": "Unsupported"})."""
+    lib = load()
+    return json.loads(_take_bytes(lambda out, size: lib.tjc_pack_syntax(
+        source, len(source), filename.encode(), out, size)))
 
 
 class Value:

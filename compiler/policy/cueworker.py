@@ -106,7 +106,8 @@ class Evaluator:
             value.validate()
         found = {"index": value.lookup("tjcIndex").to_json(),
                  "settings": value.lookup("settings").to_json(),
-                 "reads": cuelib.input_reads(source, file)} if facts else None
+                 "reads": cuelib.input_reads(source, file),
+                 "syntax": cuelib.pack_syntax(source, file)} if facts else None
         self.packs[key] = value
         while len(self.packs) > MAX_PACKS:
             self.packs.popitem(last=False)

@@ -1,10 +1,10 @@
 """Evaluating policy packs on documents: violations with rule, severity, path and message.
 
-The built-in packs, unchanged, run as compiled plans (`native`), CUE deciding only the inputs
-a plan leaves to it. For other packs, the document's policy input (`views.policy_input`) is
-cut down to what the pack can read (`prune`), and equal remainders are evaluated once (the
-rules are pure functions of their input and settings). Rules are skipped per run (`--skip`),
-by rule id or pack name.
+Every pack's rules run as the plan compiled from their CUE source (`compiled`), CUE deciding
+the rules a plan does not compile and the inputs it leaves to CUE. For those, the document's
+policy input (`views.policy_input`) is cut down to what the pack can read (`prune`), and equal
+remainders are evaluated once (the rules are pure functions of their input and settings).
+Rules are skipped per run (`--skip`), by rule id or pack name.
 Exemptions (`exemptions`: the policy settings', and the object's own annotation within what
 those allow; a JobSet follows its TrainJob) do not hide a violation: it stays, suppressed, as a
 notice that names the exemption used.
@@ -20,10 +20,9 @@ from compiler.common.diagnostics import Diagnostic, Location, Severity, Suppress
 from compiler.common.jsondata import Obj
 from compiler.policy import cuelib
 from compiler.policy import exemptions as ex
-from compiler.policy.native import Fallback, PackPlan
 from compiler.policy.packs import Pack, Rule
 from compiler.policy.prune import prune
-from compiler.policy.views import plan_input, policy_input
+from compiler.policy.views import policy_input
 
 SKIP_ANNOTATION = ex.SKIP_ANNOTATION
 SEVERITY = {"deny": Severity.ERROR, "warn": Severity.WARNING}
@@ -69,25 +68,9 @@ def skipped_by(rule_id: str, skips: Collection[str]) -> bool:
     return ex.names_rule(rule_id, skips)
 
 
-def _planned(plan: PackPlan, rules: list[Rule], active: frozenset[str], inp: Obj,
-             settings: Obj, found: list[Violation]) -> bool:
-    """Adds the violations by a pack's compiled plan to `found`, rule by rule; False (and
-    nothing added) when an input has a shape only CUE decides (`Fallback`)."""
-    try:
-        by_rule = plan(inp, settings, active)
-    except Fallback:
-        return False
-    for rule in rules:
-        # a plan's paths are made of the views' paths and field names: strings and integers
-        # only, as the filter on CUE's paths leaves them (`_violations`)
-        for path, message in by_rule[rule.id]:
-            found.append(Violation(rule, tuple(path), message or rule.message))
-    return True
-
-
 class PolicySet:
-    """Loaded packs, the run's skips, and the memo of evaluations; `native=False` evaluates
-    every pack with CUE even where compiled plans exist."""
+    """Loaded packs, the run's skips, and the memo of CUE's evaluations; `native=False`
+    evaluates every rule with CUE, compiled or not (`tjc policies test` compares the two)."""
 
     def __init__(self, packs: Sequence[Pack], skip: Iterable[str] = (),
                  settings: Obj | None = None, exemptions: ex.Exemptions | None = None,
@@ -100,7 +83,7 @@ class PolicySet:
         self.today = today or datetime.datetime.now(datetime.UTC).date()
         self._memo: dict[tuple[str, tuple[str, ...], str], tuple[Violation, ...]] = {}
         self._applicable: dict[tuple[str, str, frozenset[str]], list[Rule]] = {}
-        self._packs: dict[str, list[tuple[Pack, list[Rule], frozenset[str] | None]]] = {}
+        self._packs: dict[str, list[tuple[Pack, list[Rule]]]] = {}
         self.evaluations = 0
         self.errors: list[Diagnostic] = []
         self._reported: set[tuple[str, str]] = set()
@@ -116,15 +99,10 @@ class PolicySet:
         made: a long-running caller such as the controller passes the date of each
         decision)."""
         found: list[Violation] = []
-        planned: Obj | None = None  # the plans' input and CUE's, each built when first needed
-        full: Obj | None = None
-        for pack, rules, active in self._by_kind(kind):
-            if pack.plan is not None and active is not None:
-                planned = planned if planned is not None else plan_input(kind, obj, trainjob)
-                if _planned(pack.plan, rules, active, planned, pack.settings, found):
-                    continue
+        full: Obj | None = None  # the input of plans and CUE, built when first needed
+        for pack, rules in self._by_kind(kind):
             full = full if full is not None else policy_input(kind, obj, trainjob)
-            found += self._evaluate(pack, rules, prune(full, pack.reads))
+            found += self._pack_violations(pack, rules, full)
         if not found:
             return found
         owner = trainjob if kind == "JobSet" and trainjob is not None else obj
@@ -135,16 +113,33 @@ class PolicySet:
         day = today or self.today
         return [self._exempt(v, meta, day) for v in found]
 
-    def _by_kind(self, kind: str) -> list[tuple[Pack, list[Rule], frozenset[str] | None]]:
+    def _by_kind(self, kind: str) -> list[tuple[Pack, list[Rule]]]:
         """The packs with rules (not skipped this run) that apply to this kind, with those
-        rules and their ids when the pack's plan decides them (else None: CUE does)."""
+        rules."""
         known = self._packs.get(kind)
         if known is None:
-            planned = self.native
             known = self._packs[kind] = [
-                (p, rules, frozenset(r.id for r in rules) if planned and p.plan else None)
-                for p in self.packs if (rules := self._rules(p, kind, self.skip))]
+                (p, rules) for p in self.packs if (rules := self._rules(p, kind, self.skip))]
         return known
+
+    def _pack_violations(self, pack: Pack, rules: list[Rule], full: Obj) -> list[Violation]:
+        """One pack's violations, rule by rule in the pack's order: the plan's where it
+        decides, CUE's for the rest."""
+        decided = pack.plan.run(full, [r.id for r in rules if r.id in pack.plan.compiled]) \
+            if self.native else {}
+        left = [r for r in rules if decided.get(r.id) is None]
+        by_cue = self._evaluate(pack, left, prune(full, pack.reads)) if left else ()
+        if not decided:
+            return list(by_cue)
+        out: list[Violation] = []
+        for rule in rules:
+            found = decided.get(rule.id)
+            if found is None:
+                out += [v for v in by_cue if v.rule is rule]
+            else:
+                out += [Violation(rule, path, message or rule.message)
+                        for path, message in found]
+        return out
 
     def _exempt(self, v: Violation, meta: Obj, today: datetime.date) -> Violation:
         decision = self.exemptions.decide(v.rule.id, v.rule.severity, meta, today)

@@ -2,9 +2,10 @@
 
 A pack is one `.cue` file (one theme per file). Loading compiles it with the CUE evaluator
 (in its bounded process, `cueproc`), unifies it with `contract.cue`, reads the rule index (id,
-severity, message, kinds), fills in the settings, and asks which parts of `input` the file can
-read; a pack loaded before is read from the disk cache (`cache`) instead. Every problem becomes
-a `TJC-POLICY-INVALID` diagnostic at the file's own line and column; a pack that goes over the
+severity, message, kinds), fills in the settings, asks which parts of `input` the file can
+read and takes its syntax tree, from which `compiled` makes the pack's plan; a pack loaded
+before is read from the disk cache (`cache`) instead. Every problem becomes a
+`TJC-POLICY-INVALID` diagnostic at the file's own line and column; a pack that goes over the
 evaluator's memory or time limit is a `PolicyLimitError`. The built-in packs live in the
 package's `policies/` folder.
 """
@@ -18,8 +19,8 @@ from typing import Any
 
 from compiler.common.diagnostics import Diagnostic, Location, Severity
 from compiler.common.errors import PolicyError
-from compiler.policy import cache, cuelib, cueproc, native
-from compiler.policy.native import PackPlan
+from compiler.policy import cache, cuelib, cueproc
+from compiler.policy.compiled.plan import PackPlan
 from compiler.policy.prune import Node, trie
 
 BUILTIN_DIR = Path(__file__).resolve().parent.parent / "policies"
@@ -40,10 +41,10 @@ class Rule:
 
 @dataclass
 class Pack:
-    """A loaded pack: rules, read trie, resolved settings, the compiled plan of its rules
-    (`native`, when it is a built-in pack unchanged) and what the evaluator compiles it from
-    (`source`: the file, the contract, the settings given), sent the first time CUE evaluates
-    it: a run whose plans decide every input starts no evaluator."""
+    """A loaded pack: rules, read trie, resolved settings, the plan compiled from its source
+    (`plan`: the rules it compiles) and what the evaluator compiles it from (`source`: the
+    file, the contract, the settings given), sent the first time CUE evaluates it: a run
+    whose plans decide every input starts no evaluator."""
 
     name: str
     file: str
@@ -51,7 +52,7 @@ class Pack:
     reads: Node
     path: Path
     settings: dict[str, Any]
-    plan: PackPlan | None
+    plan: PackPlan
     source: cueproc.PackSource
 
     def evaluate(self, items: list[dict[str, Any]]) -> list[Any]:
@@ -135,7 +136,7 @@ class Loader:
                  for rid, r in facts["index"].items()}
         reads = facts["reads"]
         reads_trie = trie(reads.get("paths") or [], reads.get("shapes") or [])
-        plan = native.plan_for(path, source, list(rules))
+        plan = PackPlan(facts.get("syntax"), list(rules), facts["settings"])
         return Pack(path.stem, file, rules, reads_trie, path.resolve(), facts["settings"],
                     plan, spec)
 

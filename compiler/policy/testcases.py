@@ -8,9 +8,9 @@ A case is a YAML stream (runtimes and TrainJobs) whose leading comments say what
     #         exemptions, as in --policy-values)
 
 The case is validated as `tjc validate` would (built-in runtimes available to resolve
-runtimeRefs) with the folder's packs and those settings, evaluated by CUE; where the
-built-in packs' compiled plans (`native`) apply, they must give the same diagnostics. Every
-rule must have at least one passing and one failing case.
+runtimeRefs) with the folder's packs and those settings, evaluated by CUE; where the packs'
+rules compile to plans (`compiled`), the plans must give the same diagnostics. Every rule
+must have at least one passing and one failing case.
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ def run_case(case: Case, files: Sequence[Path]) -> Outcome:
         return Outcome(case, False, f"no loaded pack defines rule {case.rule}")
     found = _diagnostics(case, PolicySet(packs, settings=settings, exemptions=exemptions,
                                          native=False))
-    if any(p.plan is not None for p in packs):
+    if any(p.plan.compiled for p in packs):
         planned = _diagnostics(case, PolicySet(packs, settings=settings, exemptions=exemptions))
         if planned != found:
             differ = next((d for d in planned + found if (d in planned) != (d in found)), None)

@@ -78,49 +78,14 @@ def policy_input(kind: str, obj: Obj, trainjob: Obj | None = None) -> Obj:
     """The `input` a rule sees for one document (a JobSet also gets its TrainJob): every pod
     template, every container and (for a JobSet) the totals, in one pass over the
     replicatedJobs."""
-    out, totals = _input(kind, obj, True)
+    out, totals = _input(kind, obj)
     if kind == "JobSet":
         out["trainJob"] = _meta(trainjob or {})
         out["summary"] = {"numNodes": totals[0], "gpus": totals[1], "replicatedJobs": totals[2]}
     return out
 
 
-def plan_input(kind: str, obj: Obj, trainjob: Obj | None = None) -> Obj:
-    """`policy_input` as the built-in rules' plans (`native`) read it, without what those
-    plans seldom read, which they ask for when they do: a container's canonical requests
-    and limits (`quantities`), the JobSet's GPU total (`gpus`: each pod entry holds its pod
-    count instead) and the TrainJob's metadata (`trainjob_label`: the entry `trainJob` is
-    the TrainJob as given); its paths are tuples. Raises where `policy_input` raises."""
-    out, totals = _input(kind, obj, False)
-    if kind == "JobSet":
-        out["trainJob"] = trainjob
-        out["summary"] = {"numNodes": totals[0], "replicatedJobs": totals[2]}
-    return out
-
-
-def resource_lists(container: Obj) -> tuple[Obj, Obj]:
-    """A container's requests and limits as given (`quantities`: as `policy_input` keys them
-    by `str` and writes each value with `canonical`)."""
-    resources = container.get("resources")
-    if not isinstance(resources, dict):
-        return {}, {}
-    return _dict(resources.get("requests")), _dict(resources.get("limits"))
-
-
-def gpus(inp: Obj) -> int:
-    """The `summary.gpus` of the JobSet whose `plan_input` is `inp`."""
-    return sum(p["count"] * sum(_gpus(c) for c in _list(p["spec"].get("containers"))
-                                if isinstance(c, dict)) for p in inp["pods"])
-
-
-def trainjob_label(inp: Obj, key: str) -> str | None:
-    """The label `key` of the TrainJob in a JobSet's `plan_input`, as `policy_input`'s
-    `trainJob.labels` holds it; None: no such label."""
-    labels = _dict(_dict((inp["trainJob"] or {}).get("metadata")).get("labels"))
-    return str(labels[key]) if key in labels else None
-
-
-def _input(kind: str, obj: Obj, full: bool) -> tuple[Obj, list[int]]:
+def _input(kind: str, obj: Obj) -> tuple[Obj, list[int]]:
     pods: list[Obj] = []
     containers: list[Obj] = []
     totals = [0, 0, 0]  # trainer nodes, GPUs over all pods, replicatedJobs
@@ -130,11 +95,7 @@ def _input(kind: str, obj: Obj, full: bool) -> tuple[Obj, list[int]]:
         jobs = spec.get("replicatedJobs")
         for i, job in enumerate(jobs if isinstance(jobs, list) else ()):
             if isinstance(job, dict):
-                if full:
-                    _job(kind, (*base, "replicatedJobs", i), job, (pods, containers), totals)
-                else:
-                    _plan_job(kind, (*base, "replicatedJobs", i), job, (pods, containers),
-                              totals)
+                _job(kind, (*base, "replicatedJobs", i), job, (pods, containers), totals)
     return {"kind": kind, "object": obj, "pods": pods, "containers": containers}, totals
 
 
@@ -177,36 +138,3 @@ def _job(kind: str, path: Path, job: Obj, views: tuple[list[Obj], list[Obj]],
                                      if isinstance(c, dict))
         if ancestor == "trainer":
             totals[0] += pod_count
-
-
-def _plan_job(kind: str, path: Path, job: Obj, views: tuple[list[Obj], list[Obj]],
-              totals: list[int]) -> None:
-    """`_job` as `plan_input` has it: paths as tuples, no canonical quantities, each pod's
-    count instead of the GPU total."""
-    pods, containers = views
-    job_spec, pod, ancestor = _parts(job)
-    name = str(job.get("name", ""))
-    pod_path = (*path, "template", "spec", "template", "spec")
-    entry: Obj | None = None
-    if isinstance(pod, dict):
-        entry = {"path": pod_path, "jobPath": path, "job": name, "ancestor": ancestor,
-                 "spec": pod}
-        pods.append(entry)
-        for field, init in _LISTS:
-            listed = pod.get(field)
-            if not isinstance(listed, list):
-                continue
-            for i, container in enumerate(listed):
-                if isinstance(container, dict):
-                    containers.append({"path": (*pod_path, field, i), "job": name,
-                                       "ancestor": ancestor, "init": init,
-                                       "container": container, "pod": pod})
-    if kind == "JobSet":
-        totals[2] += 1
-        parallelism = job_spec.get("parallelism") if isinstance(job_spec, dict) else None
-        pod_count = int(job.get("replicas") or 1) * int(parallelism or 1)
-        if entry is not None:
-            entry["count"] = pod_count
-        if ancestor == "trainer":
-            totals[0] += pod_count
-

@@ -1,0 +1,381 @@
+"""Compiling CUE syntax (as the bridge's official parser gives it) into Python closures.
+
+Each expression becomes a function of an environment (`Env`: comprehension variables and lets
+by a key made at compile time, and each enclosing struct literal's instance by the literal's
+key); names are resolved here, lexically, as CUE resolves them (an identifier label is
+referable, a quoted one is not; a let, a `for` variable, an import, then the predeclared
+names). Every field declaration is a unit: the compiler records which units each unit reads
+or contains (`deps`) and why a unit is not compiled (`broken`), so that `plan` can tell which
+rules compile whole. A construct outside the subset (`NotCompiled`) breaks only its unit.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from compiler.policy.compiled import builtins as bi
+from compiler.policy.compiled import ops
+from compiler.policy.compiled.values import (
+    TOP,
+    TYPES,
+    Bottom,
+    Env,
+    LazyList,
+    Literal,
+    Struct,
+    Unsure,
+)
+
+Fn = Callable[[Env], Any]
+Node = dict[str, Any]
+Unit = tuple[int, str]
+FILE = 1  # the key of the file's own literal (the first one compiled)
+
+
+_UNSUPPORTED = {  # what the parser's node types not compiled are, in words
+    "*ast.BasicLit": "a float, bytes or multi-line literal",
+    "*ast.Interpolation": "a multi-line or bytes interpolation",
+    "*ast.SliceExpr": "a slice expression",
+    "*ast.Ellipsis": "an open list",
+    "*ast.Alias": "an alias",
+    "*ast.SelectorExpr": "a selector of a quoted hidden label",
+    "*ast.Field": "a field with a pattern, alias or dynamic label",
+    "*ast.Func": "a function type",
+}
+
+
+class NotCompiled(Exception):
+    """A construct the compiler does not cover (the message says which, and where)."""
+
+
+def _not(node: Node, what: str) -> NotCompiled:
+    return NotCompiled(f"{what} at line {node.get('line', 0)}")
+
+
+class Scope:
+    """Names visible at one point: name -> binding, then the enclosing scope's."""
+
+    __slots__ = ("names", "parent")
+
+    def __init__(self, names: dict[str, tuple[Any, ...]], parent: Scope | None) -> None:
+        self.names, self.parent = names, parent
+
+    def lookup(self, name: str) -> tuple[Any, ...] | None:
+        scope: Scope | None = self
+        while scope is not None:
+            found = scope.names.get(name)
+            if found is not None:
+                return found
+            scope = scope.parent
+        return None
+
+
+class Compiler:
+    """Compiles one file's literals and expressions, recording units and their deps."""
+
+    def __init__(self, special: set[str]) -> None:
+        self.special = special  # file-level fields the engine fills ("input", "settings")
+        self.keys = itertools.count(1)
+        self.units: list[Unit] = []
+        self.deps: dict[Unit, set[Unit]] = {}
+        self.broken: dict[Unit, str] = {}
+        self.literals: dict[int, Literal] = {}
+        self._stack: list[Unit] = []
+        self.node_keys: dict[int, int] = {}  # id of a struct node -> its literal's key
+
+    # --- struct literals -------------------------------------------------------------
+    def literal(self, node: Node, parent: Scope | None) -> Literal:
+        """A struct literal (or the file): its fields compiled, each as a unit."""
+        lit = Literal(next(self.keys))
+        self.literals[lit.key] = lit
+        self.node_keys[id(node)] = lit.key
+        elts = node.get("elts") if node["t"] == "Struct" else node.get("decls")
+        names: dict[str, tuple[Any, ...]] = {}
+        for elt in elts or []:
+            self._declare(elt, lit, names)
+        scope = Scope(names, parent)
+        for elt in elts or []:
+            if elt["t"] == "Field" and not lit.impure:
+                self._field(elt, lit, scope)
+            elif elt["t"] == "Let":
+                self._unit((lit.key, "\0" + elt["name"]),
+                           lambda elt=elt: self._let(elt, lit, scope))  # type: ignore[misc]
+        return lit
+
+    def _declare(self, elt: Node, lit: Literal, names: dict[str, tuple[Any, ...]]) -> None:
+        t = elt["t"]
+        if t == "Field":
+            if elt["constraint"]:
+                lit.impure = True  # an optional or required field: a constraint
+            elif elt["ident"]:
+                names[elt["label"]] = ("field", lit.key, elt["label"])
+            if not elt["label"].startswith(("_", "#")) and elt["label"] not in lit.regular:
+                lit.regular.append(elt["label"])
+        elif t == "Let":
+            names[elt["name"]] = ("slet", lit.key, elt["name"])
+        elif t == "Imports":
+            for spec in elt["specs"]:
+                self._import(spec, names)
+        elif t != "Package":
+            lit.impure = True  # an embedding, a comprehension, a pattern: not read
+
+    def _import(self, spec: Node, names: dict[str, tuple[Any, ...]]) -> None:
+        if spec["t"] != "Import":
+            return
+        path = spec["path"]
+        name = spec.get("name") or path.rsplit("/", 1)[-1]
+        names[name] = ("import", path)
+
+    def _field(self, elt: Node, lit: Literal, scope: Scope) -> None:
+        label = elt["label"]
+        fns = lit.fields.setdefault(label, [])
+        if lit.key == FILE and label in self.special:
+            return  # filled by the engine (the pack's own declaration is checked by `plan`)
+        fns.append(self._unit((lit.key, label), lambda: self.expr(elt["value"], scope)))
+
+    def _let(self, elt: Node, lit: Literal, scope: Scope) -> Fn:
+        fn = self.expr(elt["expr"], scope)
+        lit.lets[elt["name"]] = fn
+        return fn
+
+    def _unit(self, unit: Unit, build: Callable[[], Fn]) -> Fn:
+        """Compile one unit, recording what it reads; a unit outside the subset raises
+        `Unsure` when evaluated (and `broken` says why)."""
+        if unit not in self.deps:
+            self.units.append(unit)
+            self.deps[unit] = set()
+        stack = self._stack
+        if stack:
+            self.deps[stack[-1]].add(unit)  # contained
+        stack.append(unit)
+        try:
+            return build()
+        except NotCompiled as exc:
+            self.broken.setdefault(unit, str(exc))
+            return _unsure
+        finally:
+            stack.pop()
+
+    def _read(self, unit: Unit) -> None:
+        if self._stack:
+            self.deps[self._stack[-1]].add(unit)
+
+    # --- expressions -----------------------------------------------------------------
+    def expr(self, node: Node | None, scope: Scope) -> Fn:
+        """One expression as a function of the environment."""
+        if node is None:
+            raise NotCompiled("a missing expression")
+        method = getattr(self, "_" + node["t"].lower(), None)
+        if method is None:
+            raise _not(node, _UNSUPPORTED.get(node.get("go", ""), f"the syntax {node['t']}"))
+        fn: Fn = method(node, scope)
+        return fn
+
+    def _lit(self, node: Node, scope: Scope) -> Fn:
+        value = None if node["kind"] == "null" else \
+            int(node["value"]) if node["kind"] == "int" else node["value"]
+        return lambda env: value
+
+    def _paren(self, node: Node, scope: Scope) -> Fn:
+        return self.expr(node["x"], scope)
+
+    def _bottom(self, node: Node, scope: Scope) -> Fn:
+        def bottom(env: Env) -> Any:
+            raise Bottom
+        return bottom
+
+    def _ident(self, node: Node, scope: Scope) -> Fn:
+        name = node["name"]
+        found = scope.lookup(name)
+        if found is None:
+            if name == "_":
+                return lambda env: TOP
+            if name in TYPES:
+                t = TYPES[name]
+                return lambda env: t
+            raise _not(node, f"the name {name}")
+        kind = found[0]
+        if kind == "var":
+            key = found[1]
+            return lambda env: env[key]
+        if kind == "let":
+            key = found[1]
+            return lambda env: env[key].get()
+        if kind == "field":
+            key, label = found[1], found[2]
+            self._read((key, label))
+            return lambda env: env[key].field(label)
+        if kind == "slet":
+            key, label = found[1], found[2]
+            self._read((key, "\0" + label))
+            return lambda env: env[key].let(key, label)
+        raise _not(node, f"the package {name} used as a value")
+
+    def _select(self, node: Node, scope: Scope) -> Fn:
+        x, label = self.expr(node["x"], scope), node["sel"]
+        return lambda env: ops.select(x(env), label)
+
+    def _index(self, node: Node, scope: Scope) -> Fn:
+        x, index = self.expr(node["x"], scope), self.expr(node["index"], scope)
+        return lambda env: ops.index(x(env), index(env))
+
+    def _call(self, node: Node, scope: Scope) -> Fn:
+        fn = self._builtin(node["fun"], scope)
+        args = [self.expr(a, scope) for a in node["args"]]
+        return lambda env: fn(*[a(env) for a in args])
+
+    def _builtin(self, fun: Node, scope: Scope) -> bi.Builtin:
+        if fun["t"] == "Ident" and scope.lookup(fun["name"]) is None and \
+                fun["name"] in bi.PREDECLARED:
+            return bi.PREDECLARED[fun["name"]]
+        if fun["t"] == "Select" and fun["x"]["t"] == "Ident":
+            found = scope.lookup(fun["x"]["name"])
+            if found is not None and found[0] == "import":
+                table = bi.PACKAGES.get(found[1], {})
+                if fun["sel"] in table:
+                    return table[fun["sel"]]
+        raise _not(fun, "a call of a function outside the compiled builtins")
+
+    def _unary(self, node: Node, scope: Scope) -> Fn:
+        op, x = node["op"], self.expr(node["x"], scope)
+        if op == "!":
+            return lambda env: ops.negate(x(env))
+        if op == "-":
+            return lambda env: ops.minus(x(env))
+        raise _not(node, f"the operator {op}")
+
+    def _binary(self, node: Node, scope: Scope) -> Fn:
+        op = node["op"]
+        if op == "|":
+            return self._default(node, scope)
+        if op in ("==", "!=") and "Bottom" in (node["x"]["t"], node["y"]["t"]):
+            return self._presence(node, scope, op == "!=")
+        fn = ops.BINARY.get(op)
+        if fn is None:
+            raise _not(node, f"the operator {op}")
+        x, y = self.expr(node["x"], scope), self.expr(node["y"], scope)
+        return lambda env: fn(x(env), y(env))
+
+    def _default(self, node: Node, scope: Scope) -> Fn:
+        """`*x | y`: x when it is not an error, else y (the only disjunction compiled)."""
+        first = node["x"]
+        nested = any(n.get("t") == "Binary" and n.get("op") == "|"
+                     for n in (node["y"], first.get("x", {})))
+        if first["t"] != "Unary" or first["op"] != "*" or nested:
+            raise _not(node, "a disjunction other than *default | other")
+        x, y = self.expr(first["x"], scope), self.expr(node["y"], scope)
+
+        def default(env: Env) -> Any:
+            try:
+                return ops.settled(x(env))
+            except Bottom:
+                return ops.tentative(y(env))
+        return default
+
+    def _presence(self, node: Node, scope: Scope, present: bool) -> Fn:
+        side = node["y"] if node["x"]["t"] == "Bottom" else node["x"]
+        x = self.expr(side, scope)
+
+        def test(env: Env) -> bool:
+            try:
+                ops.settled(x(env))
+            except Bottom:
+                return not present
+            return present
+        return test
+
+    def _interpolation(self, node: Node, scope: Scope) -> Fn:
+        parts: list[str | Fn] = [p if isinstance(p, str) else self.expr(p, scope)
+                                 for p in node["parts"]]
+        return lambda env: "".join(p if isinstance(p, str) else ops.text(p(env))
+                                   for p in parts)
+
+    def _struct(self, node: Node, scope: Scope) -> Fn:
+        lit = self.literal(node, scope)
+        if lit.impure:
+            raise _not(node, "a struct with an embedding, comprehension or constraint")
+        return lambda env: Struct([(lit, env)])
+
+    def _list(self, node: Node, scope: Scope) -> Fn:
+        parts: list[tuple[bool, Any]] = []
+        for elt in node["elts"]:
+            if elt["t"] == "Comprehension":
+                parts.append((True, self._comprehension(elt, scope)))
+            else:
+                parts.append((False, self.expr(elt, scope)))
+
+        def make(env: Env) -> LazyList:
+            items: list[tuple[Fn, Env]] = []
+            for many, part in parts:
+                if many:
+                    items += part(env)
+                else:
+                    items.append((part, env))
+            return LazyList(items)
+        return make
+
+    def _comprehension(self, node: Node, scope: Scope) -> Callable[[Env], list[tuple[Fn, Env]]]:
+        """A list comprehension: its clauses run now, each element's value is lazy."""
+        steps: list[Callable[[Env], Iterator[Env]]] = []
+        for clause in node["clauses"]:
+            step, names = self._clause(clause, scope)
+            steps.append(step)
+            scope = Scope(names, scope)
+        value = self._element(node["value"], scope)
+
+        def run(env: Env) -> list[tuple[Fn, Env]]:
+            envs: list[Env] = [env]
+            for step in steps:
+                envs = [out for e in envs for out in step(e)]
+            return [(value, e) for e in envs]
+        return run
+
+    def _element(self, node: Node, scope: Scope) -> Fn:
+        """A comprehension's value: `{x}` (one embedded expression) gives x itself."""
+        elts = node.get("elts") or []
+        if node["t"] == "Struct" and len(elts) == 1 and elts[0]["t"] == "Embed":
+            return self.expr(elts[0]["expr"], scope)
+        if node["t"] == "Struct" and any(e["t"] == "Embed" for e in elts):
+            raise _not(node, "a comprehension value with fields and an embedding")
+        return self.expr(node, scope)
+
+    def _clause(self, clause: Node,
+                scope: Scope) -> tuple[Callable[[Env], Iterator[Env]], dict[str, Any]]:
+        t = clause["t"]
+        if t == "If":
+            cond = self.expr(clause["cond"], scope)
+            return (lambda env: iter((env,)) if ops.condition(cond(env)) else iter(())), {}
+        if t == "Let":
+            fn, key = self.expr(clause["expr"], scope), object()
+
+            def bind(env: Env) -> Iterator[Env]:
+                yield {**env, key: ops.Thunk(fn, env)}
+            return bind, {clause["name"]: ("let", key)}
+        if t == "For":
+            return self._for(clause, scope)
+        raise _not(clause, f"the clause {t}")
+
+    def _for(self, clause: Node,
+             scope: Scope) -> tuple[Callable[[Env], Iterator[Env]], dict[str, Any]]:
+        source = self.expr(clause["source"], scope)
+        kname = clause["key"]["name"] if clause.get("key") else None
+        vname = clause["value"]["name"]
+        kkey, vkey = object(), object()
+        names: dict[str, Any] = {vname: ("var", vkey)}
+        if kname is not None:
+            names[kname] = ("var", kkey)
+
+        def loop(env: Env) -> Iterator[Env]:
+            for k, v in ops.pairs(source(env), env):
+                inner = dict(env)
+                inner[vkey] = v
+                if kname is not None:
+                    inner[kkey] = k
+                yield inner
+        return loop, names
+
+
+def _unsure(env: Env) -> Any:
+    raise Unsure

@@ -1,0 +1,139 @@
+"""A pack's compiled plan: which rules compile from their CUE source, and running them.
+
+`PackPlan` compiles the pack file's syntax (from the official parser, via the bridge) once.
+A rule is compiled when its one `violations` declaration and everything it reads (fields of
+the file, helper structs such as an image reference parser, lets) are inside the subset
+`exprs` covers, the file's `input` is left open (`input: _`), and the structs on the way to
+the rule are plain literals; otherwise `reasons` says why and CUE evaluates it. Running a
+compiled rule on an input gives its violations, or hands the rule to CUE for that input when
+the plan meets what it does not model (`Unsure`) or what CUE reports as the rule's error
+(`Bottom`). The plans are checked against CUE by `tjc policies test` and the property tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from compiler.policy.compiled.exprs import FILE, Compiler, NotCompiled, Unit
+from compiler.policy.compiled.values import (
+    Bottom,
+    LazyList,
+    Struct,
+    Unsure,
+    force,
+    items_of,
+    settings_data,
+)
+
+Found = list[tuple[tuple[Any, ...], str | None]]
+SPECIAL = {"input": "input", "settings": "settings"}
+
+
+class PackPlan:
+    """The compiled rules of one pack file (`reasons`: why each other rule is not)."""
+
+    def __init__(self, syntax: Any, rule_ids: Sequence[str], settings: Any) -> None:
+        self.settings = settings_data(settings)
+        self.reasons: dict[str, str] = {}
+        self.compiled: frozenset[str] = frozenset()
+        self.file: Any = None
+        self.decided = self.handed = 0  # rule runs the plan decided, and handed to CUE
+        if not isinstance(syntax, dict) or syntax.get("t") != "File":
+            self.reasons = {rid: "the pack's syntax is not available" for rid in rule_ids}
+            return
+        compiler = Compiler(set(SPECIAL))
+        try:
+            self.file = compiler.literal(syntax, None)
+        except (NotCompiled, KeyError, TypeError) as exc:
+            self.reasons = {rid: f"the file: {exc}" for rid in rule_ids}
+            return
+        for rid in rule_ids:
+            reason = _reason(compiler, syntax, rid, self.file.impure)
+            if reason:
+                self.reasons[rid] = reason
+        self.compiled = frozenset(rid for rid in rule_ids if rid not in self.reasons)
+
+    def run(self, inp: dict[str, Any], rule_ids: Sequence[str]) -> dict[str, Found | None]:
+        """Each compiled rule's violations of one input (None: CUE decides this rule)."""
+        top = Struct([(self.file, {})], {"input": inp, "settings": self.settings})
+        out: dict[str, Found | None] = {}
+        for rid in rule_ids:
+            try:
+                out[rid] = _violations(top.field("rules").field(rid).field("violations"))
+                self.decided += 1
+            except (Bottom, Unsure, RecursionError):
+                out[rid] = None
+                self.handed += 1
+        return out
+
+
+def _violations(value: Any) -> Found:
+    """The violations as the engine reads CUE's: each element's path and message."""
+    found: Found = []
+    for item in items_of(value):
+        if not isinstance(item, (Struct, dict)):
+            raise Unsure  # the contract refuses it: CUE reports the rule's error
+        data = force(item)
+        path, message = data.get("path"), data.get("message")
+        if not isinstance(path, list) or \
+                any(isinstance(p, bool) or not isinstance(p, (str, int)) for p in path) or \
+                (message is not None and not isinstance(message, str)) or \
+                ("message" in data and message is None):
+            raise Unsure
+        found.append((tuple(path), message))
+    return found
+
+
+def _reason(compiler: Compiler, syntax: dict[str, Any], rid: str, impure: bool) -> str:
+    """Why a rule is not compiled ("" when it is)."""
+    if impure:
+        return "the file embeds, generates or constrains fields"
+    if not _open_input(syntax):
+        return "the file constrains input"
+    rules = [d["value"] for d in syntax["decls"] if _field(d, "rules")]
+    if any(r["t"] != "Struct" for r in rules):
+        return "rules is not written as plain structs"
+    bodies = [d["value"] for r in rules for d in r["elts"] if _field(d, rid)]
+    if not bodies or any(b["t"] != "Struct" for b in bodies):
+        return "the rule is not written as a plain struct"
+    units = [(compiler.node_keys[id(b)], "violations") for b in bodies
+             if any(_field(d, "violations") for d in b["elts"])]
+    keys = [compiler.node_keys.get(id(n)) for n in rules + bodies]
+    if any(k is None or compiler.literals[k].impure for k in keys):
+        return "the rule's struct embeds, generates or constrains fields"
+    if len(units) != 1:
+        return "violations is declared more than once" if units else "no violations"
+    return _closure(compiler, units[0])
+
+
+def _closure(compiler: Compiler, start: Unit) -> str:
+    """The first reason a unit the rule reads or contains is not compiled ("" if none)."""
+    seen, todo = {start}, [start]
+    while todo:
+        unit = todo.pop()
+        if unit in compiler.broken:
+            return compiler.broken[unit]
+        if unit not in compiler.deps:
+            if unit[0] == FILE and unit[1] in SPECIAL:
+                continue
+            return f"it reads {unit[1].strip(chr(0))}, declared in a struct the compiler " \
+                "does not read"
+        for dep in compiler.deps[unit] - seen:
+            seen.add(dep)
+            todo.append(dep)
+    return ""
+
+
+def _field(decl: dict[str, Any], label: str) -> bool:
+    return decl.get("t") == "Field" and decl.get("label") == label and not decl["constraint"]
+
+
+def _open_input(syntax: dict[str, Any]) -> bool:
+    """Whether the file leaves `input` open (`input: _`): the engine's data is then the
+    whole of it."""
+    return all(d["value"].get("t") == "Ident" and d["value"].get("name") == "_"
+               for d in syntax["decls"] if _field(d, "input"))
+
+
+__all__ = ["Found", "LazyList", "PackPlan"]
