@@ -12,26 +12,29 @@ rules compile whole. A construct outside the subset (`NotCompiled`) breaks only 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from compiler.policy.compiled import builtins as bi
 from compiler.policy.compiled import ops
+from compiler.policy.compiled.lists import Lists
 from compiler.policy.compiled.values import (
     TOP,
     TYPES,
     Bottom,
     Env,
-    LazyList,
     Literal,
     Struct,
     Unsure,
+    unify,
 )
 
 Fn = Callable[[Env], Any]
 Node = dict[str, Any]
 Unit = tuple[int, str]
 FILE = 1  # the key of the file's own literal (the first one compiled)
+_SCALARS = (str, int, bool, type(None))
+_CACHED = 4096  # helper structs kept per site
 
 
 _UNSUPPORTED = {  # what the parser's node types not compiled are, in words
@@ -72,7 +75,7 @@ class Scope:
         return None
 
 
-class Compiler:
+class Compiler(Lists):
     """Compiles one file's literals and expressions, recording units and their deps."""
 
     def __init__(self, special: set[str]) -> None:
@@ -84,6 +87,9 @@ class Compiler:
         self.literals: dict[int, Literal] = {}
         self._stack: list[Unit] = []
         self.node_keys: dict[int, int] = {}  # id of a struct node -> its literal's key
+        self.referenced: set[int] = set()  # literals whose own fields are referred to
+        self.scopes: dict[int, Scope] = {}  # each literal's scope (its fields' names)
+        self.static: set[str] = set()  # file-level fields that do not read input (`plan`)
 
     # --- struct literals -------------------------------------------------------------
     def literal(self, node: Node, parent: Scope | None) -> Literal:
@@ -95,7 +101,7 @@ class Compiler:
         names: dict[str, tuple[Any, ...]] = {}
         for elt in elts or []:
             self._declare(elt, lit, names)
-        scope = Scope(names, parent)
+        scope = self.scopes[lit.key] = Scope(names, parent)
         for elt in elts or []:
             if elt["t"] == "Field" and not lit.impure:
                 self._field(elt, lit, scope)
@@ -206,24 +212,59 @@ class Compiler:
         if kind == "field":
             key, label = found[1], found[2]
             self._read((key, label))
+            self.referenced.add(key)
             return lambda env: env[key].field(label)
         if kind == "slet":
             key, label = found[1], found[2]
             self._read((key, "\0" + label))
+            self.referenced.add(key)
             return lambda env: env[key].let(key, label)
         raise _not(node, f"the package {name} used as a value")
 
+    def _chain(self, node: Node, scope: Scope) -> tuple[Fn, tuple[str, ...]] | None:
+        """`x.a["b"].c` as (x, labels) when every step is a label (None otherwise)."""
+        labels: list[str] = []
+        while True:
+            if node["t"] == "Select":
+                labels.append(node["sel"])
+            elif node["t"] == "Index" and node["index"]["t"] == "Lit" and \
+                    node["index"]["kind"] == "string":
+                labels.append(node["index"]["value"])
+            else:
+                break
+            node = node["x"]
+        if not labels:
+            return None
+        return self.expr(node, scope), tuple(reversed(labels))
+
     def _select(self, node: Node, scope: Scope) -> Fn:
-        x, label = self.expr(node["x"], scope), node["sel"]
-        return lambda env: ops.select(x(env), label)
+        chain = self._chain(node, scope)
+        assert chain is not None
+        root, labels = chain
+        if len(labels) == 1:
+            label = labels[0]
+            return lambda env: ops.select(root(env), label)
+        return lambda env: ops.walk(root(env), labels)
 
     def _index(self, node: Node, scope: Scope) -> Fn:
+        if node["index"]["t"] == "Lit" and node["index"]["kind"] == "string":
+            return self._select(node, scope)
+        if node["x"]["t"] == "List" and node["index"]["t"] == "Lit" and \
+                node["index"]["kind"] == "int":
+            return self.indexed(node["x"], int(node["index"]["value"]), scope)
         x, index = self.expr(node["x"], scope), self.expr(node["index"], scope)
         return lambda env: ops.index(x(env), index(env))
 
     def _call(self, node: Node, scope: Scope) -> Fn:
         fn = self._builtin(node["fun"], scope)
-        args = [self.expr(a, scope) for a in node["args"]]
+        whole = fn is not bi.PREDECLARED["len"]  # len counts elements that may be errors
+        args = [self.eager(a, scope) if whole else self.expr(a, scope) for a in node["args"]]
+        if len(args) == 1:
+            (one,) = args
+            return lambda env: fn(one(env))
+        if len(args) == 2:
+            first, second = args
+            return lambda env: fn(first(env), second(env))
         return lambda env: fn(*[a(env) for a in args])
 
     def _builtin(self, fun: Node, scope: Scope) -> bi.Builtin:
@@ -252,11 +293,49 @@ class Compiler:
             return self._default(node, scope)
         if op in ("==", "!=") and "Bottom" in (node["x"]["t"], node["y"]["t"]):
             return self._presence(node, scope, op == "!=")
+        if op == "&":
+            filled = self._filled(node, scope)
+            if filled is not None:
+                return filled
         fn = ops.BINARY.get(op)
         if fn is None:
             raise _not(node, f"the operator {op}")
         x, y = self.expr(node["x"], scope), self.expr(node["y"], scope)
         return lambda env: fn(x(env), y(env))
+
+    def _filled(self, node: Node, scope: Scope) -> Fn | None:
+        """`helper & {field: value, ...}` with a file-level helper struct: the unified struct
+        is a function of the values given, so it is kept for values met before (when the
+        helper does not read the input: `static`, filled in by the plan)."""
+        left, right = node["x"], node["y"]
+        found = scope.lookup(left["name"]) if left["t"] == "Ident" else None
+        if found is None or found[:2] != ("field", FILE) or right["t"] != "Struct" or \
+                self.record(right, scope) is None:
+            return None
+        label = found[2]
+        self._read((FILE, label))
+        lit = self.literals[self.node_keys[id(right)]]
+        fns = [fns[0] for fns in lit.fields.values()]
+        cache: dict[tuple[Any, ...], Any] = {}
+        static = self.static
+
+        def unified(env: Env) -> Any:
+            base, given = env[FILE].field(label), Struct([(lit, env)])
+            if label not in static:
+                return unify(base, given)
+            try:
+                key = tuple((type(v), v) for v in (fn(env) for fn in fns))
+            except Bottom:
+                return unify(base, given)
+            if not all(t in _SCALARS for t, _ in key):
+                return unify(base, given)
+            hit = cache.get(key)
+            if hit is None:
+                if len(cache) >= _CACHED:
+                    cache.clear()
+                hit = cache[key] = unify(base, given)
+            return hit
+        return unified
 
     def _default(self, node: Node, scope: Scope) -> Fn:
         """`*x | y`: x when it is not an error, else y (the only disjunction compiled)."""
@@ -276,6 +355,17 @@ class Compiler:
 
     def _presence(self, node: Node, scope: Scope, present: bool) -> Fn:
         side = node["y"] if node["x"]["t"] == "Bottom" else node["x"]
+        chain = self._chain(side, scope) if side["t"] in ("Select", "Index") else None
+        if chain is not None:
+            root, labels = chain
+
+            def reaches(env: Env) -> bool:
+                try:
+                    value = root(env)
+                except Bottom:
+                    return not present
+                return ops.present(value, labels) is present
+            return reaches
         x = self.expr(side, scope)
 
         def test(env: Env) -> bool:
@@ -285,6 +375,20 @@ class Compiler:
                 return not present
             return present
         return test
+
+    def record(self, node: Node, scope: Scope) -> Fn | None:
+        """A struct literal of plain fields none of which refers to another, as data built
+        at once (None for any other node)."""
+        elts = node.get("elts") or []
+        if node["t"] != "Struct" or not elts or any(
+                e["t"] != "Field" or e["constraint"] or e["label"].startswith(("_", "#"))
+                for e in elts) or len({e["label"] for e in elts}) != len(elts):
+            return None
+        lit = self.literal(node, scope)
+        if lit.impure or lit.key in self.referenced:
+            return None
+        fields = [(label, fns[0]) for label, fns in lit.fields.items()]
+        return lambda env: {label: fn(env) for label, fn in fields}
 
     def _interpolation(self, node: Node, scope: Scope) -> Fn:
         parts: list[str | Fn] = [p if isinstance(p, str) else self.expr(p, scope)
@@ -297,84 +401,6 @@ class Compiler:
         if lit.impure:
             raise _not(node, "a struct with an embedding, comprehension or constraint")
         return lambda env: Struct([(lit, env)])
-
-    def _list(self, node: Node, scope: Scope) -> Fn:
-        parts: list[tuple[bool, Any]] = []
-        for elt in node["elts"]:
-            if elt["t"] == "Comprehension":
-                parts.append((True, self._comprehension(elt, scope)))
-            else:
-                parts.append((False, self.expr(elt, scope)))
-
-        def make(env: Env) -> LazyList:
-            items: list[tuple[Fn, Env]] = []
-            for many, part in parts:
-                if many:
-                    items += part(env)
-                else:
-                    items.append((part, env))
-            return LazyList(items)
-        return make
-
-    def _comprehension(self, node: Node, scope: Scope) -> Callable[[Env], list[tuple[Fn, Env]]]:
-        """A list comprehension: its clauses run now, each element's value is lazy."""
-        steps: list[Callable[[Env], Iterator[Env]]] = []
-        for clause in node["clauses"]:
-            step, names = self._clause(clause, scope)
-            steps.append(step)
-            scope = Scope(names, scope)
-        value = self._element(node["value"], scope)
-
-        def run(env: Env) -> list[tuple[Fn, Env]]:
-            envs: list[Env] = [env]
-            for step in steps:
-                envs = [out for e in envs for out in step(e)]
-            return [(value, e) for e in envs]
-        return run
-
-    def _element(self, node: Node, scope: Scope) -> Fn:
-        """A comprehension's value: `{x}` (one embedded expression) gives x itself."""
-        elts = node.get("elts") or []
-        if node["t"] == "Struct" and len(elts) == 1 and elts[0]["t"] == "Embed":
-            return self.expr(elts[0]["expr"], scope)
-        if node["t"] == "Struct" and any(e["t"] == "Embed" for e in elts):
-            raise _not(node, "a comprehension value with fields and an embedding")
-        return self.expr(node, scope)
-
-    def _clause(self, clause: Node,
-                scope: Scope) -> tuple[Callable[[Env], Iterator[Env]], dict[str, Any]]:
-        t = clause["t"]
-        if t == "If":
-            cond = self.expr(clause["cond"], scope)
-            return (lambda env: iter((env,)) if ops.condition(cond(env)) else iter(())), {}
-        if t == "Let":
-            fn, key = self.expr(clause["expr"], scope), object()
-
-            def bind(env: Env) -> Iterator[Env]:
-                yield {**env, key: ops.Thunk(fn, env)}
-            return bind, {clause["name"]: ("let", key)}
-        if t == "For":
-            return self._for(clause, scope)
-        raise _not(clause, f"the clause {t}")
-
-    def _for(self, clause: Node,
-             scope: Scope) -> tuple[Callable[[Env], Iterator[Env]], dict[str, Any]]:
-        source = self.expr(clause["source"], scope)
-        kname = clause["key"]["name"] if clause.get("key") else None
-        vname = clause["value"]["name"]
-        kkey, vkey = object(), object()
-        names: dict[str, Any] = {vname: ("var", vkey)}
-        if kname is not None:
-            names[kname] = ("var", kkey)
-
-        def loop(env: Env) -> Iterator[Env]:
-            for k, v in ops.pairs(source(env), env):
-                inner = dict(env)
-                inner[vkey] = v
-                if kname is not None:
-                    inner[kkey] = k
-                yield inner
-        return loop, names
 
 
 def _unsure(env: Env) -> Any:

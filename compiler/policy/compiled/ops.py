@@ -62,6 +62,29 @@ def tentative(value: Any) -> Any:
     return value
 
 
+def walk(value: Any, labels: tuple[str, ...]) -> Any:
+    """`x.a.b.c` (labels in order), plain data taken directly."""
+    for label in labels:
+        value = value[label] if type(value) is dict and label in value else select(value, label)
+    return value
+
+
+def present(value: Any, labels: tuple[str, ...]) -> bool:
+    """`x.a.b.c != _|_` for the x given: whether the chain reaches a value."""
+    for label in labels:
+        if type(value) is dict:
+            if label not in value:
+                return False
+            value = value[label]
+        else:
+            try:
+                value = select(value, label)
+            except Bottom:
+                return False
+    settled(value)
+    return True
+
+
 def select(value: Any, label: str) -> Any:
     """`x.label`."""
     if isinstance(value, dict):
@@ -173,7 +196,7 @@ BINARY: dict[str, Callable[[Any, Any], Any]] = {
 }
 
 
-def pairs(value: Any, env: Env) -> Iterator[tuple[Any, Any]]:
+def pairs(value: Any) -> Iterator[tuple[Any, Any]]:
     """What `for k, v in value` ranges over: a list's indexes and elements, a struct's
     regular fields (data in key order, as CUE holds JSON it was given)."""
     if isinstance(value, list):

@@ -12,12 +12,13 @@ the plan meets what it does not model (`Unsure`) or what CUE reports as the rule
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from compiler.policy.compiled.exprs import FILE, Compiler, NotCompiled, Unit
 from compiler.policy.compiled.values import (
     Bottom,
+    Env,
     LazyList,
     Struct,
     Unsure,
@@ -48,24 +49,93 @@ class PackPlan:
         except (NotCompiled, KeyError, TypeError) as exc:
             self.reasons = {rid: f"the file: {exc}" for rid in rule_ids}
             return
+        self.entries: dict[str, Callable[[Env], Any] | None] = {}
         for rid in rule_ids:
             reason = _reason(compiler, syntax, rid, self.file.impure)
             if reason:
                 self.reasons[rid] = reason
-        self.compiled = frozenset(rid for rid in rule_ids if rid not in self.reasons)
+            else:
+                self.entries[rid] = _entry(compiler, syntax, rid)
+        self.compiled = frozenset(self.entries)
+        labels = {label for key, label in compiler.deps if key == FILE and label[:1] != "\0"}
+        self.static = _Static(Struct([(self.file, {})], {"settings": self.settings}),
+                              frozenset(label for label in labels - set(SPECIAL)
+                                        if not _reads_input(compiler, (FILE, label))))
+        compiler.static.update(self.static.labels)
 
     def run(self, inp: dict[str, Any], rule_ids: Sequence[str]) -> dict[str, Found | None]:
         """Each compiled rule's violations of one input (None: CUE decides this rule)."""
-        top = Struct([(self.file, {})], {"input": inp, "settings": self.settings})
+        top = Struct([(self.file, {})], _TopData(self.static, inp, self.settings))
+        env = {FILE: top}
         out: dict[str, Found | None] = {}
         for rid in rule_ids:
+            entry = self.entries[rid]
             try:
-                out[rid] = _violations(top.field("rules").field(rid).field("violations"))
+                value = entry(env) if entry is not None else \
+                    top.field("rules").field(rid).field("violations")
+                out[rid] = _violations(value)
                 self.decided += 1
             except (Bottom, Unsure, RecursionError):
                 out[rid] = None
                 self.handed += 1
         return out
+
+
+class _Static:
+    """The file's fields that do not read `input`, evaluated once for every input."""
+
+    __slots__ = ("labels", "top")
+
+    def __init__(self, top: Struct, labels: frozenset[str]) -> None:
+        self.top, self.labels = top, labels
+
+
+class _TopData(dict[str, Any]):
+    """The file's fields the engine gives: `input`, `settings` and the static fields."""
+
+    __slots__ = ("static",)
+
+    def __init__(self, static: _Static, inp: Any, settings: Any) -> None:
+        super().__init__(input=inp, settings=settings)
+        self.static = static
+
+    def __contains__(self, label: object) -> bool:
+        return dict.__contains__(self, label) or label in self.static.labels
+
+    def __getitem__(self, label: str) -> Any:
+        if dict.__contains__(self, label):
+            return dict.__getitem__(self, label)
+        return self.static.top.field(label)
+
+
+def _entry(compiler: Compiler, syntax: dict[str, Any], rid: str) -> Callable[[Env], Any] | None:
+    """The rule's `violations`, built at once in the file's environment; None when it
+    reads fields of the rule's own struct (then it is read through the structs)."""
+    for rules in (d["value"] for d in syntax["decls"] if _field(d, "rules")):
+        for body in (d["value"] for d in rules["elts"] if _field(d, rid)):
+            found = [d for d in body["elts"] if _field(d, "violations")]
+            if not found:
+                continue
+            keys = {compiler.node_keys[id(rules)], compiler.node_keys[id(body)]}
+            unit = (compiler.node_keys[id(body)], "violations")
+            if any(k in keys for k, _ in _reach(compiler, unit) - {unit}):
+                return None
+            return compiler.eager(found[0]["value"], compiler.scopes[unit[0]])
+    return None
+
+
+def _reach(compiler: Compiler, start: Unit) -> set[Unit]:
+    """Every unit a unit reads or contains, itself included."""
+    seen, todo = {start}, [start]
+    while todo:
+        for dep in compiler.deps.get(todo.pop(), set()) - seen:
+            seen.add(dep)
+            todo.append(dep)
+    return seen
+
+
+def _reads_input(compiler: Compiler, unit: Unit) -> bool:
+    return (FILE, "input") in _reach(compiler, unit)
 
 
 def _violations(value: Any) -> Found:

@@ -104,20 +104,26 @@ class Struct:
     """A struct made of literals (each with the environment it was written in), evaluated
     field by field; `data` overrides fields (the file's `input` and `settings`)."""
 
-    __slots__ = ("conjuncts", "data", "memo", "tentative")
+    __slots__ = ("conjuncts", "data", "inner", "memo", "tentative")
 
     def __init__(self, conjuncts: list[tuple[Literal, Env]],
                  data: dict[str, Any] | None = None, tentative: bool = False) -> None:
         self.conjuncts = conjuncts
         self.memo: dict[str, Any] = {}
         self.data = data
+        self.inner: list[Env | None] = [None] * len(conjuncts)
         # the default's other branch, taken because the default was undefined: CUE keeps
         # the disjunction open, and a field missing here is incomplete, not an error
         self.tentative = tentative
 
-    def _inner(self, lit: Literal, env: Env) -> Env:
-        inner = dict(env)
-        inner[lit.key] = self
+    def _inner(self, index: int) -> Env:
+        """The environment a conjunct's fields are evaluated in: this struct as the
+        instance of the conjunct's literal."""
+        inner = self.inner[index]
+        if inner is None:
+            lit, env = self.conjuncts[index]
+            inner = self.inner[index] = dict(env)
+            inner[lit.key] = self
         return inner
 
     def field(self, label: str) -> Any:
@@ -139,12 +145,12 @@ class Struct:
 
     def _evaluate(self, label: str) -> Any:
         values = []
-        for lit, env in self.conjuncts:
+        for index, (lit, _) in enumerate(self.conjuncts):
             if lit.impure:
                 raise Unsure
             exprs = lit.fields.get(label)
             if exprs:
-                inner = self._inner(lit, env)
+                inner = self._inner(index)
                 values += [e(inner) for e in exprs]
         if not values:
             raise Unsure if self.tentative else Bottom
@@ -158,9 +164,9 @@ class Struct:
         memo_key = f"\0{key}\0{name}"
         if memo_key in self.memo:
             return self.memo[memo_key]
-        for lit, env in self.conjuncts:
+        for index, (lit, _) in enumerate(self.conjuncts):
             if lit.key == key:
-                value = lit.lets[name](self._inner(lit, env))
+                value = lit.lets[name](self._inner(index))
                 self.memo[memo_key] = value
                 return value
         raise Unsure
