@@ -90,6 +90,10 @@ class Compiler(Lists):
         self.referenced: set[int] = set()  # literals whose own fields are referred to
         self.scopes: dict[int, Scope] = {}  # each literal's scope (its fields' names)
         self.static: set[str] = set()  # file-level fields that do not read input (`plan`)
+        # inside the operand of a presence test or a default: an error there is a value, so
+        # what CUE evaluates lazily stays lazy
+        self.lazy = 0
+        self.captures = 0  # constructs compiled that keep their environment for later
 
     # --- struct literals -------------------------------------------------------------
     def literal(self, node: Node, parent: Scope | None) -> Literal:
@@ -268,16 +272,21 @@ class Compiler(Lists):
         return lambda env: fn(*[a(env) for a in args])
 
     def _builtin(self, fun: Node, scope: Scope) -> bi.Builtin:
+        found = self.builtin_of(fun, scope)
+        if found is None:
+            raise _not(fun, "a call of a function outside the compiled builtins")
+        return found
+
+    def builtin_of(self, fun: Node, scope: Scope) -> bi.Builtin | None:
+        """The builtin a call's function names (None: not one the plans have)."""
         if fun["t"] == "Ident" and scope.lookup(fun["name"]) is None and \
                 fun["name"] in bi.PREDECLARED:
             return bi.PREDECLARED[fun["name"]]
         if fun["t"] == "Select" and fun["x"]["t"] == "Ident":
             found = scope.lookup(fun["x"]["name"])
             if found is not None and found[0] == "import":
-                table = bi.PACKAGES.get(found[1], {})
-                if fun["sel"] in table:
-                    return table[fun["sel"]]
-        raise _not(fun, "a call of a function outside the compiled builtins")
+                return bi.PACKAGES.get(found[1], {}).get(fun["sel"])
+        return None
 
     def _unary(self, node: Node, scope: Scope) -> Fn:
         op, x = node["op"], self.expr(node["x"], scope)
@@ -304,8 +313,9 @@ class Compiler(Lists):
         return lambda env: fn(x(env), y(env))
 
     def _filled(self, node: Node, scope: Scope) -> Fn | None:
-        """`helper & {field: value, ...}` with a file-level helper struct: the unified struct
-        is a function of the values given, so it is kept for values met before (when the
+        """`helper & {field: value, ...}` with a file-level helper struct. Outside presence
+        tests and defaults the values are evaluated at once (an error hands the rule to CUE)
+        and the unified struct, a function of them, is kept for values met before (when the
         helper does not read the input: `static`, filled in by the plan)."""
         left, right = node["x"], node["y"]
         found = scope.lookup(left["name"]) if left["t"] == "Ident" else None
@@ -315,25 +325,25 @@ class Compiler(Lists):
         label = found[2]
         self._read((FILE, label))
         lit = self.literals[self.node_keys[id(right)]]
-        fns = [fns[0] for fns in lit.fields.values()]
+        if self.lazy:
+            self.captures += 1
+            return lambda env: unify(env[FILE].field(label), Struct([(lit, env)]))
+        labels, fns = list(lit.fields), [fns[0] for fns in lit.fields.values()]
         cache: dict[tuple[Any, ...], Any] = {}
         static = self.static
 
         def unified(env: Env) -> Any:
-            base, given = env[FILE].field(label), Struct([(lit, env)])
-            if label not in static:
-                return unify(base, given)
-            try:
-                key = tuple((type(v), v) for v in (fn(env) for fn in fns))
-            except Bottom:
-                return unify(base, given)
-            if not all(t in _SCALARS for t, _ in key):
-                return unify(base, given)
+            base, values = env[FILE].field(label), [fn(env) for fn in fns]
+            if not isinstance(base, Struct):
+                return unify(base, Struct([(lit, env)]))
+            key = tuple((type(v), v) for v in values)
+            if label not in static or not all(t in _SCALARS for t, _ in key):
+                return base.given(lit, labels, values)
             hit = cache.get(key)
             if hit is None:
                 if len(cache) >= _CACHED:
                     cache.clear()
-                hit = cache[key] = unify(base, given)
+                hit = cache[key] = base.given(lit, labels, values)
             return hit
         return unified
 
@@ -344,7 +354,24 @@ class Compiler(Lists):
                      for n in (node["y"], first.get("x", {})))
         if first["t"] != "Unary" or first["op"] != "*" or nested:
             raise _not(node, "a disjunction other than *default | other")
-        x, y = self.expr(first["x"], scope), self.expr(node["y"], scope)
+        self.lazy += 1
+        try:
+            chain = self._chain(first["x"], scope) if first["x"]["t"] in ("Select", "Index") \
+                else None
+            x = self.expr(first["x"], scope)
+        finally:
+            self.lazy -= 1
+        y = self.expr(node["y"], scope)
+        if chain is not None:
+            root, labels = chain
+
+            def default_chain(env: Env) -> Any:
+                try:
+                    value = ops.reach(root(env), labels)
+                except Bottom:
+                    value = ops.MISSING
+                return ops.tentative(y(env)) if value is ops.MISSING else value
+            return default_chain
 
         def default(env: Env) -> Any:
             try:
@@ -354,6 +381,13 @@ class Compiler(Lists):
         return default
 
     def _presence(self, node: Node, scope: Scope, present: bool) -> Fn:
+        self.lazy += 1
+        try:
+            return self._present(node, scope, present)
+        finally:
+            self.lazy -= 1
+
+    def _present(self, node: Node, scope: Scope, present: bool) -> Fn:
         side = node["y"] if node["x"]["t"] == "Bottom" else node["x"]
         chain = self._chain(side, scope) if side["t"] in ("Select", "Index") else None
         if chain is not None:
@@ -393,13 +427,14 @@ class Compiler(Lists):
     def _interpolation(self, node: Node, scope: Scope) -> Fn:
         parts: list[str | Fn] = [p if isinstance(p, str) else self.expr(p, scope)
                                  for p in node["parts"]]
-        return lambda env: "".join(p if isinstance(p, str) else ops.text(p(env))
-                                   for p in parts)
+        return lambda env: "".join([p if p.__class__ is str else ops.text(p(env))  # type: ignore[operator]
+                                    for p in parts])
 
     def _struct(self, node: Node, scope: Scope) -> Fn:
         lit = self.literal(node, scope)
         if lit.impure:
             raise _not(node, "a struct with an embedding, comprehension or constraint")
+        self.captures += 1
         return lambda env: Struct([(lit, env)])
 
 

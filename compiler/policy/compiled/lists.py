@@ -6,6 +6,9 @@ error is the whole result's (a builtin's argument, a `for` source, the rule's `v
 then no element keeps its environment. A comprehension compiles to a chain of steps, each
 calling the next with the environment its clause makes (no intermediate lists). A struct
 literal whose fields do not refer to each other, in an eager list, is built as plain data.
+A `let` clause is evaluated when met, unless it is inside a presence test or a default (where
+an error is a value): an error it raises hands the rule to CUE, so evaluating early can only
+make the plan ask CUE more often, never give another answer.
 """
 
 from __future__ import annotations
@@ -35,8 +38,12 @@ class Lists:
         """A struct literal built as data, or None (`exprs.Compiler.record`)."""
         raise NotImplementedError
 
+    lazy: int  # (`exprs.Compiler.lazy`)
+    captures: int  # (`exprs.Compiler.captures`)
+
     def _list(self, node: Node, scope: Scope) -> Fn:
         """A list literal, lazy; `[a, b, ...][k]` is compiled by `indexed`."""
+        self.captures += 1
         parts = [self._comprehension(e, scope, False) if e["t"] == "Comprehension"
                  else _append_later(self.expr(e, scope)) for e in node["elts"]]
 
@@ -86,15 +93,21 @@ class Lists:
         """A comprehension as a chain of steps ending in appending its value (evaluated now
         when `eager`, else with its environment for later)."""
         made: list[tuple[str, Any, Any]] = []
+        marks: list[int] = []
         for clause in node["clauses"]:
             part, names = self._clause(clause, scope)
             made.append(part)
+            marks.append(self.captures)
             scope = _scope(scope, names)
         value = self._value(node["value"], scope, eager)
         step: Step = _append_now(value) if eager else _append_later(value)
-        for kind, fn, keys in reversed(made):
+        in_place = False
+        for (kind, fn, keys), mark in zip(reversed(made), reversed(marks), strict=True):
+            if kind in ("for", "set") and self.captures == mark and eager:
+                kind += "!"  # nothing after it keeps the environment: bind in place
+                in_place = True
             step = _STEPS[kind](fn, keys, step)
-        return step
+        return _fresh(step) if in_place else step
 
     def _value(self, node: Node, scope: Scope, eager: bool) -> Fn:
         """A comprehension's value: `{x}` (one embedded expression) gives x itself."""
@@ -115,6 +128,10 @@ class Lists:
             return ("if", self.expr(clause["cond"], scope), None), {}
         if t == "Let":
             key = object()
+            if not self.lazy:  # an error is the rule's (CUE is asked): evaluate it now
+                return ("set", self.expr(clause["expr"], scope), key), \
+                    {clause["name"]: ("var", key)}
+            self.captures += 1
             return ("let", self.expr(clause["expr"], scope), key), \
                 {clause["name"]: ("let", key)}
         if t == "For":
@@ -160,6 +177,46 @@ def _let(fn: Fn, key: Any, nxt: Step) -> Step:
     return step
 
 
+def _set(fn: Fn, key: Any, nxt: Step) -> Step:
+    def step(env: Env, out: list[Any]) -> None:
+        inner = dict(env)
+        inner[key] = fn(env)
+        nxt(inner, out)
+    return step
+
+
+def _fresh(nxt: Step) -> Step:
+    """The chain run on a copy of the environment (which steps that bind in place write)."""
+    def step(env: Env, out: list[Any]) -> None:
+        nxt(dict(env), out)
+    return step
+
+
+def _set_here(fn: Fn, key: Any, nxt: Step) -> Step:
+    def step(env: Env, out: list[Any]) -> None:
+        env[key] = fn(env)
+        nxt(env, out)
+    return step
+
+
+def _for_here(source: Fn, keys: tuple[Any, Any], nxt: Step) -> Step:
+    kkey, vkey = keys
+
+    def step(env: Env, out: list[Any]) -> None:
+        values = source(env)
+        if kkey is None and values.__class__ is list:
+            for v in values:
+                env[vkey] = v
+                nxt(env, out)
+            return
+        for k, v in ops.pairs(values):
+            env[vkey] = v
+            if kkey is not None:
+                env[kkey] = k
+            nxt(env, out)
+    return step
+
+
 def _for(source: Fn, keys: tuple[Any, Any], nxt: Step) -> Step:
     kkey, vkey = keys
 
@@ -173,4 +230,5 @@ def _for(source: Fn, keys: tuple[Any, Any], nxt: Step) -> Step:
     return step
 
 
-_STEPS: dict[str, Callable[[Any, Any, Step], Step]] = {"if": _if, "let": _let, "for": _for}
+_STEPS: dict[str, Callable[[Any, Any, Step], Step]] = {
+    "if": _if, "let": _let, "set": _set, "for": _for, "set!": _set_here, "for!": _for_here}

@@ -69,6 +69,24 @@ def walk(value: Any, labels: tuple[str, ...]) -> Any:
     return value
 
 
+MISSING = object()
+
+
+def reach(value: Any, labels: tuple[str, ...]) -> Any:
+    """`x.a.b.c` for the x given, or MISSING where CUE's result is an error."""
+    for label in labels:
+        if type(value) is dict:
+            value = value.get(label, MISSING)
+            if value is MISSING:
+                return value
+        else:
+            try:
+                value = select(value, label)
+            except Bottom:
+                return MISSING
+    return settled(value)
+
+
 def present(value: Any, labels: tuple[str, ...]) -> bool:
     """`x.a.b.c != _|_` for the x given: whether the chain reaches a value."""
     for label in labels:
@@ -119,8 +137,8 @@ def index(value: Any, key: Any) -> Any:
 
 def condition(value: Any) -> bool:
     """An `if` clause's condition: a bool, else an error."""
-    if isinstance(value, bool):
-        return value
+    if value.__class__ is bool:
+        return bool(value)
     if isinstance(value, Type):
         raise Unsure
     raise Bottom
@@ -168,10 +186,16 @@ def _ordered(x: Any, y: Any) -> tuple[Any, Any]:
     return _number(x), _number(y)
 
 
-def _bools(x: Any, y: Any) -> tuple[bool, bool]:
-    if isinstance(x, bool) and isinstance(y, bool):
-        return x, y
+def _and(x: Any, y: Any) -> bool:
+    if x.__class__ is bool and y.__class__ is bool:
+        return x and y
     raise Unsure  # CUE's && and || on other kinds: not modelled
+
+
+def _or(x: Any, y: Any) -> bool:
+    if x.__class__ is bool and y.__class__ is bool:
+        return x or y
+    raise Unsure
 
 
 def _plus(x: Any, y: Any) -> Any:
@@ -187,8 +211,8 @@ BINARY: dict[str, Callable[[Any, Any], Any]] = {
     "<=": lambda x, y: (lambda a, b: a <= b)(*_ordered(x, y)),
     ">": lambda x, y: (lambda a, b: a > b)(*_ordered(x, y)),
     ">=": lambda x, y: (lambda a, b: a >= b)(*_ordered(x, y)),
-    "&&": lambda x, y: all(_bools(x, y)),
-    "||": lambda x, y: any(_bools(x, y)),
+    "&&": _and,
+    "||": _or,
     "&": unify,
     "+": _plus,
     "-": lambda x, y: _int(x) - _int(y),

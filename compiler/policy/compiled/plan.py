@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from compiler.policy.compiled.exprs import FILE, Compiler, NotCompiled, Unit
+from compiler.policy.compiled.gen import Generator
 from compiler.policy.compiled.values import (
     Bottom,
     Env,
@@ -120,7 +121,10 @@ def _entry(compiler: Compiler, syntax: dict[str, Any], rid: str) -> Callable[[En
             unit = (compiler.node_keys[id(body)], "violations")
             if any(k in keys for k, _ in _reach(compiler, unit) - {unit}):
                 return None
-            return compiler.eager(found[0]["value"], compiler.scopes[unit[0]])
+            node, scope = found[0]["value"], compiler.scopes[unit[0]]
+            if node["t"] == "List":
+                return Generator(compiler).rule(node, scope, rid)
+            return compiler.eager(node, scope)
     return None
 
 
@@ -141,6 +145,8 @@ def _reads_input(compiler: Compiler, unit: Unit) -> bool:
 def _violations(value: Any) -> Found:
     """The violations as the engine reads CUE's: each element's path and message."""
     found: Found = []
+    if not value:  # (an empty list, data or lazy)
+        return found
     for item in items_of(value):
         if not isinstance(item, (Struct, dict)):
             raise Unsure  # the contract refuses it: CUE reports the rule's error

@@ -159,6 +159,19 @@ class Struct:
             value = unify(value, other)
         return value
 
+    def given(self, lit: Literal, labels: list[str], values: list[Any]) -> Struct:
+        """This struct unified with the literal `lit` whose fields have these values (already
+        evaluated: the literal keeps no environment)."""
+        out = Struct([*self.conjuncts, (lit, {})])
+        for label, value in zip(labels, values, strict=True):
+            for index, (other, _) in enumerate(self.conjuncts):
+                if other.impure:
+                    raise Unsure
+                for expr in other.fields.get(label, ()):
+                    value = unify(expr(out._inner(index)), value)
+            out.memo[label] = value
+        return out
+
     def let(self, key: int, name: str) -> Any:
         """A let declared in one of the literals (by its key)."""
         memo_key = f"\0{key}\0{name}"
@@ -235,8 +248,14 @@ def items_of(value: Any) -> list[Any]:
     raise Bottom
 
 
+_PLAIN = frozenset({str, int, bool, float, type(None)})
+
+
 def equal(a: Any, b: Any) -> bool:
     """CUE's `==`: values of different kinds are unequal (int and float are both numbers)."""
+    ta = type(a)
+    if ta is type(b) and ta in _PLAIN:
+        return bool(a == b)
     ka, kb = kind_of(a), kind_of(b)
     if ka != kb and not ({ka, kb} <= {"int", "float"}):
         return False

@@ -1,0 +1,259 @@
+"""A rule's `violations` comprehension as generated Python: the hot loop without closures.
+
+The clauses become nested `for` and `if` statements over Python locals, label chains and
+presence tests on a loop variable become calls on plain data, and each element is appended as
+it is made. Whatever else the rule holds (helper structs, lazy lists, nested comprehensions)
+is the closure `exprs.Compiler` makes for it, called with the environment, which the generated
+code keeps in step with its locals (each binding is also written to `env` under its key). The
+meaning is the closures' (the same `ops` functions); only the calls between them go. An error
+raises `Bottom` or `Unsure` out of the function, which hands the rule to CUE, as before.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from compiler.policy.compiled import builtins as bi
+from compiler.policy.compiled import ops
+from compiler.policy.compiled.values import Env, LazyList, equal
+
+if TYPE_CHECKING:
+    from compiler.policy.compiled.exprs import Compiler, Scope
+
+Node = dict[str, Any]
+_COMPARE = {"==": "_eq({x}, {y})", "!=": "(not _eq({x}, {y}))"}
+
+
+def _values(value: Any) -> Any:
+    """What `for v in value` ranges over (the values of `ops.pairs`)."""
+    if value.__class__ is list:
+        return value
+    return [v for _, v in ops.pairs(value)]
+
+
+def _cond(value: Any) -> bool:
+    return ops.condition(value)
+
+
+HELPERS: dict[str, Any] = {
+    "_values": _values, "_pairs": ops.pairs, "_cond": _cond, "_eq": equal,
+    "_sel": ops.select, "_walk": ops.walk, "_reach": ops.reach, "_present": ops.present,
+    "_MISSING": ops.MISSING, "_tent": ops.tentative, "_text": ops.text,
+    "_negate": ops.negate, "_minus": ops.minus, "_index": ops.index, "LazyList": LazyList,
+}
+
+
+class Generator:
+    """Writes one rule's function; `constants` are what the code refers to as `_k[i]`."""
+
+    def __init__(self, compiler: Compiler) -> None:
+        self.compiler = compiler
+        self.constants: list[Any] = []
+        self.locals: dict[Any, str] = {}  # binding key -> Python local
+        self.count = itertools.count()
+        self.lines: list[str] = []
+
+    def const(self, value: Any) -> str:
+        self.constants.append(value)
+        return f"_k[{len(self.constants) - 1}]"
+
+    def opaque(self, node: Node, scope: Scope, eager: bool = False) -> str:
+        """The node by its closure, called with the environment (a copy, when the closure
+        keeps it for later: the generated code rebinds its loop variables in place)."""
+        before = self.compiler.captures
+        fn = self.compiler.eager(node, scope) if eager else self.compiler.expr(node, scope)
+        env = "dict(env)" if self.compiler.captures != before else "env"
+        return f"{self.const(fn)}({env})"
+
+    def rule(self, node: Node, scope: Scope, name: str) -> Callable[[Env], Any]:
+        """The function of a rule whose `violations` is the list literal `node`."""
+        self.lines = ["def _rule(env):", " out = []", " append = out.append"]
+        for elt in node["elts"]:
+            if elt["t"] == "Comprehension":
+                self.comprehension(elt, scope, 1)
+            else:
+                self.lines.append(f" append({self.element(elt, scope)})")
+        self.lines.append(" return out")
+        space: dict[str, Any] = {**HELPERS, "_k": self.constants}
+        exec(compile("\n".join(self.lines), f"<rule {name}>", "exec"), space)
+        fn: Callable[[Env], Any] = space["_rule"]
+        return fn
+
+    # --- statements ------------------------------------------------------------------
+    def comprehension(self, node: Node, scope: Scope, depth: int) -> None:
+        from compiler.policy.compiled.exprs import Scope as ScopeClass
+
+        pad = " " * depth
+        for clause in node["clauses"]:
+            t = clause["t"]
+            if t == "If":
+                self.lines.append(f"{pad}if _cond({self.x(clause['cond'], scope)}):")
+            elif t == "Let":
+                key, var = object(), self.local()
+                self.lines.append(f"{pad}{var} = {self.x(clause['expr'], scope)}")
+                self.lines.append(f"{pad}env[{self.const(key)}] = {var}")
+                self.locals[key] = var
+                scope = ScopeClass({clause["name"]: ("var", key)}, scope)
+                continue
+            elif t == "For":
+                scope = self._for(clause, scope, pad)
+            else:
+                raise ValueError(t)
+            depth += 1
+            pad = " " * depth
+        value = node["value"]
+        elts = value.get("elts") or []
+        if value["t"] == "Struct" and len(elts) == 1 and elts[0]["t"] == "Embed":
+            self.lines.append(f"{pad}append({self.element(elts[0]['expr'], scope)})")
+        else:
+            self.lines.append(f"{pad}append({self.element(value, scope)})")
+
+    def _for(self, clause: Node, scope: Scope, pad: str) -> Scope:
+        source = clause["source"]
+        if source["t"] == "Struct" and clause.get("key") and \
+                self.compiler.record(source, scope) is not None:
+            # a struct written here: its fields in order, each evaluated as it is met
+            src = "(" + "".join(f"({e['label']!r}, {self.x(e['value'], scope)}), "
+                                for e in source["elts"]) + ")"
+            return self._bind(clause, scope, pad, src, pairs=False)
+        src = self.opaque(source, scope, eager=True) if source["t"] == "List" \
+            else self.x(source, scope)
+        return self._bind(clause, scope, pad, src, pairs=True)
+
+    def _bind(self, clause: Node, scope: Scope, pad: str, src: str, pairs: bool) -> Scope:
+        from compiler.policy.compiled.exprs import Scope as ScopeClass
+
+        vkey, var = object(), self.local()
+        names: dict[str, Any] = {clause["value"]["name"]: ("var", vkey)}
+        self.locals[vkey] = var
+        if clause.get("key"):
+            kkey, kvar = object(), self.local()
+            names[clause["key"]["name"]] = ("var", kkey)
+            self.locals[kkey] = kvar
+            ranged = f"_pairs({src})" if pairs else src
+            self.lines.append(f"{pad}for {kvar}, {var} in {ranged}:")
+            self.lines.append(f"{pad} env[{self.const(kkey)}] = {kvar}")
+        else:
+            self.lines.append(f"{pad}for {var} in _values({src}):")
+        self.lines.append(f"{pad} env[{self.const(vkey)}] = {var}")
+        return ScopeClass(names, scope)
+
+    def element(self, node: Node, scope: Scope) -> str:
+        """An element of the list: a record as a dict display, else its value."""
+        if self.compiler.record(node, scope) is not None:
+            fields = ", ".join(f"{e['label']!r}: {self.element(e['value'], scope)}"
+                               for e in node["elts"])
+            return "{" + fields + "}"
+        if node["t"] == "List":
+            return self._argument(node, scope)
+        return self.x(node, scope)
+
+    def local(self) -> str:
+        return f"v{next(self.count)}"
+
+    # --- expressions -----------------------------------------------------------------
+    def x(self, node: Node, scope: Scope) -> str:
+        """The node as a Python expression (its closure where nothing better is known)."""
+        method = getattr(self, "_" + node["t"].lower(), None)
+        code = method(node, scope) if method is not None else None
+        return code if code is not None else self.opaque(node, scope)
+
+    def _lit(self, node: Node, scope: Scope) -> str:
+        if node["kind"] == "null":
+            return "None"
+        return repr(int(node["value"]) if node["kind"] == "int" else node["value"])
+
+    def _paren(self, node: Node, scope: Scope) -> str:
+        return f"({self.x(node['x'], scope)})"
+
+    def _ident(self, node: Node, scope: Scope) -> str | None:
+        found = scope.lookup(node["name"])
+        if found is not None and found[0] == "var" and found[1] in self.locals:
+            return self.locals[found[1]]
+        return None
+
+    def _chain(self, node: Node, scope: Scope) -> tuple[str, tuple[str, ...]] | None:
+        """A label chain on a local (which cannot fail): its local and labels."""
+        labels: list[str] = []
+        while node["t"] in ("Select", "Index"):
+            if node["t"] == "Select":
+                labels.append(node["sel"])
+            elif node["index"]["t"] == "Lit" and node["index"]["kind"] == "string":
+                labels.append(node["index"]["value"])
+            else:
+                return None
+            node = node["x"]
+        root = self._ident(node, scope) if node["t"] == "Ident" else None
+        return (root, tuple(reversed(labels))) if root is not None and labels else None
+
+    def _select(self, node: Node, scope: Scope) -> str | None:
+        chain = self._chain(node, scope)
+        if chain is None:
+            return None
+        root, labels = chain
+        if len(labels) == 1:
+            return f"_sel({root}, {labels[0]!r})"
+        return f"_walk({root}, {labels!r})"
+
+    def _index(self, node: Node, scope: Scope) -> str | None:
+        return self._select(node, scope)
+
+    def _unary(self, node: Node, scope: Scope) -> str | None:
+        if node["op"] == "!":
+            return f"_negate({self.x(node['x'], scope)})"
+        if node["op"] == "-":
+            return f"_minus({self.x(node['x'], scope)})"
+        return None
+
+    def _binary(self, node: Node, scope: Scope) -> str | None:
+        op, left, right = node["op"], node["x"], node["y"]
+        if op in ("==", "!=") and "Bottom" in (left["t"], right["t"]):
+            side = right if left["t"] == "Bottom" else left
+            chain = self._chain(side, scope)
+            if chain is None:
+                return None
+            code = f"_present({chain[0]}, {chain[1]!r})"
+            return code if op == "!=" else f"(not {code})"
+        if op == "|":
+            return self._default(node, scope)
+        if op in _COMPARE:
+            return _COMPARE[op].format(x=self.x(left, scope), y=self.x(right, scope))
+        fn = ops.BINARY.get(op)
+        if fn is None or op == "&":
+            return None
+        return f"{self.const(fn)}({self.x(left, scope)}, {self.x(right, scope)})"
+
+    def _default(self, node: Node, scope: Scope) -> str | None:
+        first = node["x"]
+        if first["t"] != "Unary" or first["op"] != "*" or node["y"].get("op") == "|":
+            return None
+        chain = self._chain(first["x"], scope)
+        if chain is None:
+            return None
+        tmp = f"_t{next(self.count)}"
+        other = self.x(node["y"], scope)
+        return f"({tmp} if ({tmp} := _reach({chain[0]}, {chain[1]!r})) is not _MISSING " \
+            f"else _tent({other}))"
+
+    def _call(self, node: Node, scope: Scope) -> str | None:
+        fn = self.compiler.builtin_of(node["fun"], scope)
+        if fn is None:
+            return None
+        whole = fn is not bi.PREDECLARED["len"]
+        args = [self._argument(a, scope) if whole else self.x(a, scope) for a in node["args"]]
+        return f"{self.const(fn)}({', '.join(args)})"
+
+    def _argument(self, node: Node, scope: Scope) -> str:
+        """A builtin's argument: used whole, so a list literal is built at once."""
+        if node["t"] != "List":
+            return self.x(node, scope)
+        if any(e["t"] == "Comprehension" for e in node["elts"]):
+            return self.opaque(node, scope, eager=True)
+        return "[" + ", ".join(self.element(e, scope) for e in node["elts"]) + "]"
+
+    def _interpolation(self, node: Node, scope: Scope) -> str:
+        parts = [repr(p) if isinstance(p, str) else f"_text({self.x(p, scope)})"
+                 for p in node["parts"]]
+        return "''.join([" + ", ".join(parts) + "])"
