@@ -8,6 +8,10 @@ and reports the median of the per-pair ratios:
 
 - policies: `tjc validate` and `tjc render` with the built-in packs against
   `--no-default-policies` (target: at most 1.5x);
+- user packs: `tjc validate` with packs a platform team writes, against
+  `--no-default-policies` (target: at most 1.5x, as the built-in packs): the built-in packs
+  with every message changed (no longer the shipped files), the ten rules of
+  `bench/packs/team.cue`, and both together;
 - kubeconform: `tjc validate --no-default-policies` against kubeconform v0.7.0 (pinned, built
   by bench/kubeconform.sh) on the same files with schemas made from the CRDs (target: 1x);
 - floor: `tjc render` in process against libyaml load + dump of the same documents;
@@ -123,7 +127,23 @@ def memory(sizes: list[int]) -> dict[str, Any]:
     return out
 
 
-GROUPS = ("policies", "workers", "kubeconform", "floor", "startup", "memory")
+GROUPS = ("policies", "userpacks", "workers", "kubeconform", "floor", "startup", "memory")
+
+
+def user_packs(tmp: Path) -> dict[str, Path]:
+    """Folders of user packs: the built-in packs with their messages changed, the team
+    pack, and both."""
+    from compiler.policy.packs import BUILTIN_DIR
+
+    edited, both = tmp / "edited", tmp / "both"
+    for folder in (edited, both):
+        folder.mkdir()
+        for pack in sorted(BUILTIN_DIR.glob("*.cue")):
+            text = pack.read_text().replace('message:   "', 'message:   "[team] ')
+            (folder / pack.name).write_text(text)
+    team = ROOT / "bench" / "packs" / "team.cue"
+    (both / team.name).write_text(team.read_text())
+    return {"edited": edited, "team": team.parent, "both": both}
 
 
 def measure(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
@@ -145,6 +165,12 @@ def measure(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
                                               args.pairs)
         figures["render_policies"] = paired(command(render), command([*render, off]),
                                             args.pairs)
+    if "userpacks" in args.only:
+        for name, folder in user_packs(tmp).items():
+            mine = [*validate, off, "--policy", str(folder)]
+            command(mine)()  # (loads the packs into the pack cache)
+            figures[f"userpacks_{name}"] = paired(command(mine), command([*validate, off]),
+                                                  args.pairs)
     if "workers" in args.only:
         for verb, argv in (("validate", validate), ("render", render)):
             figures[f"{verb}_workers"] = paired(command([*argv, "-j", "2"]),
@@ -170,6 +196,11 @@ def measure(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
 ROWS = [  # (label, figure, key, target or None)
     ("tjc validate, built-in packs / --no-default-policies", "validate_policies", "ratio", 1.5),
     ("tjc render, built-in packs / --no-default-policies", "render_policies", "ratio", 1.5),
+    ("tjc validate, built-in packs edited / --no-default-policies", "userpacks_edited",
+     "ratio", 1.5),
+    ("tjc validate, a team's 10 rules / --no-default-policies", "userpacks_team", "ratio",
+     1.5),
+    ("tjc validate, both / --no-default-policies", "userpacks_both", "ratio", None),
     ("tjc validate -j 2 / -j 1", "validate_workers", "ratio", 0.99),
     ("tjc render -j 2 / -j 1", "render_workers", "ratio", 0.99),
     ("tjc validate --no-default-policies / kubeconform", "validate_vs_kubeconform", "ratio",

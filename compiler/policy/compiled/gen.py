@@ -12,18 +12,22 @@ raises `Bottom` or `Unsure` out of the function, which hands the rule to CUE, as
 from __future__ import annotations
 
 import itertools
+import operator
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from compiler.policy.compiled import builtins as bi
 from compiler.policy.compiled import ops
+from compiler.policy.compiled.exprs import FILE
 from compiler.policy.compiled.values import Env, LazyList, equal
 
 if TYPE_CHECKING:
     from compiler.policy.compiled.exprs import Compiler, Scope
 
 Node = dict[str, Any]
-_COMPARE = {"==": "_eq({x}, {y})", "!=": "(not _eq({x}, {y}))"}
+_FILLED = {"input": "_input", "settings": "_settings"}  # the file's fields the engine fills
+_BOOLEAN = ("_present(", "(not _present(", "_eq(", "(not _eq(", "_negate(", "_and(", "_or(",
+            "(_is(")  # generated code that gives a bool (or raises)
 
 
 def _values(value: Any) -> Any:
@@ -42,6 +46,7 @@ HELPERS: dict[str, Any] = {
     "_sel": ops.select, "_walk": ops.walk, "_reach": ops.reach, "_present": ops.present,
     "_MISSING": ops.MISSING, "_tent": ops.tentative, "_text": ops.text,
     "_negate": ops.negate, "_minus": ops.minus, "_index": ops.index, "LazyList": LazyList,
+    "_and": ops.BINARY["&&"], "_or": ops.BINARY["||"], "_is": operator.is_,
 }
 
 
@@ -69,7 +74,10 @@ class Generator:
 
     def rule(self, node: Node, scope: Scope, name: str) -> Callable[[Env], Any]:
         """The function of a rule whose `violations` is the list literal `node`."""
-        self.lines = ["def _rule(env):", " out = []", " append = out.append"]
+        top = self.const(FILE)
+        self.lines = ["def _rule(env):", " out = []", " append = out.append",
+                      f" _input = env[{top}].field('input')",
+                      f" _settings = env[{top}].field('settings')"]
         for elt in node["elts"]:
             if elt["t"] == "Comprehension":
                 self.comprehension(elt, scope, 1)
@@ -89,7 +97,9 @@ class Generator:
         for clause in node["clauses"]:
             t = clause["t"]
             if t == "If":
-                self.lines.append(f"{pad}if _cond({self.x(clause['cond'], scope)}):")
+                cond = self.x(clause["cond"], scope)
+                test = cond if cond.startswith(_BOOLEAN) else f"_cond({cond})"
+                self.lines.append(f"{pad}if {test}:")
             elif t == "Let":
                 key, var = object(), self.local()
                 self.lines.append(f"{pad}{var} = {self.x(clause['expr'], scope)}")
@@ -172,6 +182,9 @@ class Generator:
         found = scope.lookup(node["name"])
         if found is not None and found[0] == "var" and found[1] in self.locals:
             return self.locals[found[1]]
+        if found is not None and found[:2] == ("field", FILE) and found[2] in _FILLED:
+            self.compiler.expr(node, scope)  # (records the read)
+            return _FILLED[found[2]]
         return None
 
     def _chain(self, node: Node, scope: Scope) -> tuple[str, tuple[str, ...]] | None:
@@ -218,12 +231,27 @@ class Generator:
             return code if op == "!=" else f"(not {code})"
         if op == "|":
             return self._default(node, scope)
-        if op in _COMPARE:
-            return _COMPARE[op].format(x=self.x(left, scope), y=self.x(right, scope))
+        if op in ("==", "!="):
+            code = self._equal(left, right, scope)
+            return code if op == "==" else f"(not {code})"
         fn = ops.BINARY.get(op)
         if fn is None or op == "&":
             return None
-        return f"{self.const(fn)}({self.x(left, scope)}, {self.x(right, scope)})"
+        name = {"&&": "_and", "||": "_or"}.get(op) or self.const(fn)
+        return f"{name}({self.x(left, scope)}, {self.x(right, scope)})"
+
+    def _equal(self, left: Node, right: Node, scope: Scope) -> str:
+        """`x == y`; against a literal, the common case is decided inline."""
+        if left["t"] == "Lit" and right["t"] != "Lit":
+            left, right = right, left
+        x, y = self.x(left, scope), self.x(right, scope)
+        if right["t"] != "Lit":
+            return f"_eq({x}, {y})"
+        tmp, kind = f"_t{next(self.count)}", right["kind"]
+        if kind == "null":
+            return f"(_is({tmp} := {x}, None) or _eq({tmp}, None))"
+        plain = {"string": "str", "int": "int", "bool": "bool"}[kind]
+        return f"(({tmp} == {y}) if ({tmp} := {x}).__class__ is {plain} else _eq({tmp}, {y}))"
 
     def _default(self, node: Node, scope: Scope) -> str | None:
         first = node["x"]
@@ -234,6 +262,9 @@ class Generator:
             return None
         tmp = f"_t{next(self.count)}"
         other = self.x(node["y"], scope)
+        if node["y"]["t"] == "Lit":  # (only a struct or list is tentative)
+            return f"({tmp} if ({tmp} := _reach({chain[0]}, {chain[1]!r})) is not _MISSING " \
+                f"else {other})"
         return f"({tmp} if ({tmp} := _reach({chain[0]}, {chain[1]!r})) is not _MISSING " \
             f"else _tent({other}))"
 
