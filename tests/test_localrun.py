@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from compiler.cli.main import main
+from compiler.cli.run_cmd import local_launchers
 from compiler.localrun import kubelet, plan, runner
 from compiler.localrun.kubelet import PodIdentity, PodView
 
@@ -73,6 +74,7 @@ def _jobset(container: dict[str, Any], *, completions: int = 2,
 
 def _plan(tmp_path: Path, objects: list[dict[str, Any]], **options: bool) -> plan.Plan:
     return plan.build_plan(objects, plan.Options(python=sys.executable, run_dir=tmp_path,
+                                                 launchers=local_launchers(),
                                                  **options))  # type: ignore[arg-type]
 
 

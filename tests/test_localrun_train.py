@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from compiler.cli.run_cmd import local_launchers
 from compiler.core.context import CompileOptions
 from compiler.io.builtin import builtin_runtimes
 from compiler.io.loader import read_sources
@@ -83,7 +84,8 @@ def _trainjob(name: str, runtime: str, command: list[str], env: dict[str, str] |
 def _run(tmp_path: Path, text: str, python: str, *, timeout: float = TIMEOUT,
          breaking: Callable[[plan.Plan], None] | None = None) -> tuple[runner.Outcome, str]:
     built = plan.build_plan(_objects(tmp_path, text),
-                            plan.Options(python=python, run_dir=tmp_path / "run"))
+                            plan.Options(python=python, run_dir=tmp_path / "run",
+                                         launchers=local_launchers()))
     if breaking is not None:
         breaking(built)
     out = io.StringIO()
@@ -95,7 +97,7 @@ def _run(tmp_path: Path, text: str, python: str, *, timeout: float = TIMEOUT,
 
 
 def _pod_env(built: plan.Plan, index: int) -> dict[str, str]:
-    return [pod for job in built.jobs for pod in job.pods if not pod.ssh_server][index].env
+    return [pod for job in built.jobs for pod in job.pods if not pod.stand_in][index].env
 
 
 def _wrong_port(variable: str, index: int = 1) -> Callable[[plan.Plan], None]:

@@ -23,7 +23,7 @@ from compiler.common.diagnostics import Diagnostic, error
 from compiler.common.jsondata import Obj, copy_json, get_path
 from compiler.core import webhook
 from compiler.core.context import NODE, Context
-from compiler.core.plugins import REGISTRY, flux, mpi, torch
+from compiler.core.plugins import flux, hooked, mpi, torch
 from compiler.core.plugins.checks import (
     NUM_NODES,
     PATCH_JOBS,
@@ -40,6 +40,7 @@ from compiler.core.plugins.checks import (
     reserved_envs,
     strings,
 )
+from compiler.core.plugins.hooks import CustomValidation
 from compiler.kube import roundtrip, structural
 from compiler.kube.defaults import default_in_place
 from tests import parity_strategies as ps
@@ -64,9 +65,8 @@ def reference(trainjob: Obj, runtime: Obj | None, old: Obj | None = None) -> lis
             and job.problem is not None:
         found.append(job.problem)
     rules = {"mpi": _mpi, "flux": _flux, "torch": _torch}
-    for plugin in REGISTRY:
-        if plugin.validate is not None:
-            found.extend(rules.get(plugin.name, plugin.validate)(job))
+    for plugin, hook in hooked(CustomValidation):
+        found.extend(rules.get(plugin.name, hook.validate)(job))
     found.extend(_jobset(job))
     if old is not None:
         found.extend(webhook._patches_immutable(job, old))

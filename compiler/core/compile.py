@@ -35,7 +35,7 @@ from compiler.core.context import (
     MergedSpecs,
     build_context,
 )
-from compiler.core.plugins import REGISTRY
+from compiler.core.plugins import registry
 from compiler.core.plugins.base import PluginResult, PluginSpec
 from compiler.core.plugins.edits import apply_edit
 from compiler.core.plugins.graph import plugin_order
@@ -99,7 +99,7 @@ class PreparedRuntime:
         mlPolicy and podGroupPolicy (`ctx.ml_policy`, `ctx.pod_group_policy`, which runtime
         patches do not change)."""
         if not self._plugins:
-            self._plugins.append(tuple(plugin_order([p for p in REGISTRY if p.active(ctx)])))
+            self._plugins.append(tuple(plugin_order([p for p in registry() if p.active(ctx)])))
         return self._plugins[0]
 
     def spec_copy(self) -> Obj:

@@ -8,7 +8,8 @@ the runtime's immutable overrides appended to the command; then port 29500. `env
 targets get the PET and master envs even without `spec.trainer`.
 
 Admission (upstream's torch `Validate`): envInjection targets exist, the PET_* names are
-reserved, and TorchTune's model, node count, QLoRA and immutable-config rules.
+reserved, and TorchTune's model, node count, QLoRA and immutable-config rules. For
+`tjc run --local`, `torchrun` runs the given interpreter's `torch.distributed.run`.
 """
 
 from __future__ import annotations
@@ -44,6 +45,16 @@ from compiler.core.plugins.checks import (
     pod_container,
     reserved_envs,
     strings,
+)
+from compiler.core.plugins.hooks import (
+    CustomValidation,
+    GpuEffect,
+    InjectedEnvs,
+    Launcher,
+    LaunchSite,
+    LocalLaunch,
+    TrainerEnvs,
+    python_script,
 )
 from compiler.core.resources import cpu_count, gpu_count, int32, node_resources
 from compiler.core.upsert import env_vars
@@ -305,16 +316,27 @@ def gpu_effect(trainer: Obj, policy: Obj, gpus: int) -> str | None:
     return None
 
 
+class Hooks(CustomValidation, GpuEffect, TrainerEnvs, LocalLaunch):
+    """Torch's hooks: admission, the GPU effect, the PET env, `torchrun` for local runs."""
+
+    validate = staticmethod(validate)
+    gpu_effect = staticmethod(gpu_effect)
+
+    def trainer_envs(self) -> InjectedEnvs:
+        """The PET_* names; envInjection targets get them regardless."""
+        return InjectedEnvs(ENV_NAMES, " (envInjection targets still get them)")
+
+    def local_launch(self, site: LaunchSite) -> Launcher:
+        """`torchrun` is the interpreter's `torch.distributed.run`."""
+        return Launcher(programs={"torchrun": python_script(site.python, "-m",
+                                                            "torch.distributed.run")})
+
+
 PLUGIN = PluginSpec(
     name="torch",
     policy="mlPolicy.torch",
     active=active,
     enforce=enforce,
     provides=frozenset({"pod-counts", "trainer-env", "framework-env", "trainer-port"}),
-    ml_source="torch",
-    validate=validate,
-    reserved_envs=RESERVED_ENVS,
-    trainer_envs=ENV_NAMES,
-    trainer_envs_note=" (envInjection targets still get them)",
-    gpu_effect=gpu_effect,
+    hooks=(Hooks(),),
 )

@@ -12,7 +12,8 @@ it: a hostfile over the ConfigMap limit (1 MiB, which the API server would refus
 so that no count, however large, makes the compiler allocate in proportion to it.
 
 Admission (upstream's MPI `Validate`): runLauncherAsNode with 2+ nodes needs the jobs
-`launcher` and `node`, and the OpenMPI env names are reserved.
+`launcher` and `node`, and the OpenMPI env names are reserved. What `tjc run --local` needs
+(an ssh stand-in for the `sshd` pods) is in `launch`, this package's other module.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ from compiler.core.plugins.base import (
     owned_object,
 )
 from compiler.core.plugins.checks import NUM_NODES, Admission, reserved_envs
+from compiler.core.plugins.hooks import CustomValidation, GpuEffect, NodeCount
+from compiler.core.plugins.mpi.launch import Launch
 from compiler.core.resources import gpu_count, int32, node_resources
 
 LAUNCHER = "launcher"
@@ -67,12 +70,9 @@ def enforce(ctx: Context) -> PluginResult:
     edits: list[Edit] = []
     node = ctx.pod_set_by_name(NODE)
     if trainer is not None and isinstance(trainer.get("numNodes"), int) and node is not None:
-        nodes = trainer["numNodes"]
-        if policy.get("runLauncherAsNode") is True:
-            edits.append(SetCount(node.index, max(nodes - 1, 1),
-                                  " (minus one: the launcher runs as a node)"))
-        else:
-            edits.append(SetCount(node.index, nodes))
+        note = " (minus one: the launcher runs as a node)" \
+            if policy.get("runLauncherAsNode") is True else ""
+        edits.append(SetCount(node.index, node_pods(policy, trainer["numNodes"]), note))
     slots = policy.get("numProcPerNode", 1)
     if trainer is not None and isinstance(trainer.get("numProcPerNode"), int):
         slots = trainer["numProcPerNode"]
@@ -233,6 +233,19 @@ def gpu_effect(trainer: Obj, policy: Obj, gpus: int) -> str | None:
     return None
 
 
+def node_pods(policy: Obj, num_nodes: int) -> int:
+    """The `node` job's pods: one fewer when the launcher runs as a node, at least one."""
+    return max(num_nodes - 1, 1) if policy.get("runLauncherAsNode") is True else num_nodes
+
+
+class Hooks(CustomValidation, GpuEffect, NodeCount):
+    """MPI's hooks: admission, the GPU effect, the node count (`launch.Launch` is the fourth)."""
+
+    validate = staticmethod(validate)
+    gpu_effect = staticmethod(gpu_effect)
+    node_pods = staticmethod(node_pods)
+
+
 PLUGIN = PluginSpec(
     name="mpi",
     policy="mlPolicy.mpi",
@@ -241,8 +254,5 @@ PLUGIN = PluginSpec(
     build=build,
     provides=frozenset({"pod-counts", "framework-env", "volumes", "side-objects"}),
     requires=frozenset(),
-    ml_source="mpi",
-    validate=validate,
-    reserved_envs=RESERVED_ENVS,
-    gpu_effect=gpu_effect,
+    hooks=(Hooks(), Launch()),
 )
