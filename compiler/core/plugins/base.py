@@ -185,10 +185,9 @@ def trainer_count(ctx: Context) -> tuple[PodSet | None, int, list[Edit]]:
 def trainer_env_and_port(ctx: Context, envs: Callable[[int], tuple[Obj, ...]]) -> PluginResult:
     """The trainer count from numNodes; then, only when the TrainJob has `spec.trainer` and
     the trainer pod set has a `node` container, `envs(count)` and port 29500 upserted into it
-    (the shape JAX and XGBoost share). A policy view writes neither (the container they would
-    go to is the one just found)."""
+    (the shape JAX and XGBoost share)."""
     ps, count, edits = trainer_count(ctx)
-    if ctx.trainer is None or ps is None or ps.container(NODE) is None or ctx.options.view():
+    if ctx.trainer is None or ps is None or ps.container(NODE) is None:
         return PluginResult(edits=tuple(edits))
     edits.append(UpsertEnv(ps.index, NODE, envs(count)))
     edits.append(UpsertPorts(ps.index, NODE, ({"containerPort": TRAINER_PORT},)))

@@ -87,13 +87,10 @@ def num_proc_per_node(ctx: Context) -> tuple[int | str, int]:
 
 
 def enforce(ctx: Context) -> PluginResult:
-    """Counts, PET envs, master address or TorchTune command, port, envInjection. A policy
-    view writes no env or port (`_view_enforce`)."""
+    """Counts, PET envs, master address or TorchTune command, port, envInjection."""
     trainer = ctx.trainer
     ps, count, edits = trainer_count(ctx)
     trained = trainer is not None and ps is not None and ps.container(NODE) is not None
-    if ctx.options.view():
-        return _view_enforce(ctx, count, edits, trained)
     npp, gpus = num_proc_per_node(ctx)
     pet = _pet_envs(count, npp)
     master = ({"name": "PET_MASTER_ADDR", "value": node_zero_host(ctx)},
@@ -107,17 +104,6 @@ def enforce(ctx: Context) -> PluginResult:
             edits.append(_tune_edit(ctx, count, npp, gpus))
         edits.append(UpsertPorts(ps.index, NODE, ({"containerPort": TRAINER_PORT},)))
     edits.extend(_env_injection(ctx, pet + master))
-    return PluginResult(edits=tuple(edits))
-
-
-def _view_enforce(ctx: Context, count: int, edits: list[Edit], trained: bool) -> PluginResult:
-    """`enforce` for a policy view: the count, the TorchTune command and envInjection's
-    target checks. The env and port edits are left out: their container is the one `trained`
-    found, so they would check nothing more."""
-    if trained and (ctx.trainer or {}).get("command") == TUNE_ENTRYPOINT:
-        npp, gpus = num_proc_per_node(ctx)
-        edits.append(_tune_edit(ctx, count, npp, gpus))
-    edits.extend(_env_injection(ctx, ()))
     return PluginResult(edits=tuple(edits))
 
 

@@ -91,21 +91,18 @@ def _wiring(ctx: Context, ps: PodSet, policy: Obj, slots: int) -> list[Edit]:
         edits.append(UpsertVolumes(ps.index, (_hostfile_volume(ctx),)))
     if ps.container(NODE) is None:
         return edits
-    view = ctx.options.view()  # (no mounts or env: their container is the one just found)
     ssh_mount = {"name": "mpi-ssh-auth", "mountPath": policy.get("sshAuthMountPath", "/root/.ssh")}
-    edits.extend(() if view else (UpsertMounts(ps.index, NODE, (ssh_mount,)),))
+    edits.append(UpsertMounts(ps.index, NODE, (ssh_mount,)))
     if ps.name != LAUNCHER:
         return edits
-    edits.extend(() if view else (UpsertMounts(ps.index, NODE, ({
-        "name": "mpi-hostfile", "mountPath": HOSTFILE_DIR},)),))
+    edits.append(UpsertMounts(ps.index, NODE, ({"name": "mpi-hostfile",
+                                                "mountPath": HOSTFILE_DIR},)))
     implementation = policy.get("mpiImplementation", OPENMPI)
     if implementation != OPENMPI:
         raise CompileError(error(
             "TJC-MPI-IMPLEMENTATION",
             f"MPI implementation {implementation!r} is not supported; only OpenMPI is",
             ("spec", "mlPolicy", "mpi", "mpiImplementation"), subject="runtime"))
-    if view:
-        return edits
     edits.append(UpsertEnv(ps.index, NODE, (
         {"name": "OMPI_MCA_orte_default_hostfile", "value": f"{HOSTFILE_DIR}/hostfile"},
         {"name": "OMPI_MCA_orte_keep_fqdn_hostnames", "value": "true"},
@@ -153,8 +150,7 @@ def build(ctx: Context) -> PluginResult:
             "(or the runtime's replicas/parallelism)"),
             ("spec", "trainer", "numNodes") if "numNodes" in (ctx.trainer or {}) else ()))
         return PluginResult(objects=tuple(objects), diagnostics=tuple(notes))
-    if not ctx.options.view():  # (a policy view is the JobSet alone)
-        objects.append(_hostfile(ctx))
+    objects.append(_hostfile(ctx))
     return PluginResult(objects=tuple(objects), diagnostics=tuple(notes))
 
 
