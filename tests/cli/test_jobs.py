@@ -51,6 +51,7 @@ def _tree(root: Path) -> dict[str, str]:
             for p in sorted(root.rglob("*")) if p.is_file()}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["text", "json", "sarif", "github"])
 def test_validate_in_workers_prints_what_one_process_prints(
         fmt: str, inputs: list[str], capsys: pytest.CaptureFixture[str]) -> None:
@@ -59,6 +60,7 @@ def test_validate_in_workers_prints_what_one_process_prints(
     assert _run(["validate", "--format", fmt, *inputs, "-j", "3"], capsys) == one
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["yaml", "json"])
 def test_render_in_workers_prints_what_one_process_prints(
         fmt: str, inputs: list[str], capsys: pytest.CaptureFixture[str]) -> None:
@@ -126,6 +128,7 @@ def test_worker_count() -> None:
     assert jobs.workers(2, SourceFiles([str(ROOT / "examples" / "jax-mnist.yaml")])) == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fork", [True, False])
 def test_forked_and_spawned_workers_print_what_one_process_prints(
         fork: bool, inputs: list[str], capsys: pytest.CaptureFixture[str],

@@ -176,6 +176,7 @@ def _ours(path: Path) -> Obj:
     return {"verdict": "ok", "insecure": creds.insecure, "token": creds.bearer() is not None}
 
 
+@pytest.mark.parity
 @pytest.mark.parametrize("name", list(CASES))
 def test_kubeconfig_verdicts_match_client_go(oracle: Oracle, pki: dict[str, str],
                                              tmp_path: Path, name: str) -> None:
@@ -197,6 +198,7 @@ def test_kubeconfig_verdicts_match_client_go(oracle: Oracle, pki: dict[str, str]
         assert "s3cr3t" not in mine["error"] and "t0k3n" not in mine["error"], mine
 
 
+@pytest.mark.parity
 @pytest.mark.parametrize("name", list(STRICTER))
 def test_where_tjc_is_stricter_than_client_go(oracle: Oracle, pki: dict[str, str],
                                               tmp_path: Path, name: str) -> None:
@@ -210,6 +212,7 @@ def test_where_tjc_is_stricter_than_client_go(oracle: Oracle, pki: dict[str, str
     assert mine["verdict"] == "error" and "s3cr3t" not in mine["error"], mine
 
 
+@pytest.mark.parity
 def test_the_table_covers_both_verdicts_and_both_insecure_flags(
         oracle: Oracle, pki: dict[str, str], tmp_path: Path) -> None:
     """The table is not all refusals (or all accepts): a guard on the cases themselves."""

@@ -27,6 +27,8 @@ import yaml
 from compiler import __version__
 from tests.cli.test_cli import CONNECT, flux_files
 
+pytestmark = pytest.mark.slow  # runs the pinned GitOps tools
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 ARGOCD = ROOT / "deploy" / "argocd"

@@ -324,7 +324,8 @@ def _survivors(pids: list[int], seconds: float = 10.0) -> list[int]:
 
 
 @pytest.mark.parametrize("signals", [
-    (signal.SIGKILL,), (signal.SIGHUP,), (signal.SIGINT, signal.SIGINT),
+    (signal.SIGKILL,), pytest.param((signal.SIGHUP,), marks=pytest.mark.slow),
+    (signal.SIGINT, signal.SIGINT),
     (signal.SIGINT, signal.SIGTERM), (signal.SIGTERM, signal.SIGHUP)],
     ids=lambda sigs: "+".join(signal.Signals(s).name for s in sigs))
 def test_no_pod_process_outlives_tjc(tmp_path: Path, signals: tuple[int, ...]) -> None:

@@ -29,6 +29,8 @@ from compiler.io.sshkeys import generated
 from compiler.localrun import hosts, plan, runner
 from compiler.render.pipeline import JobResult, render_stream
 
+pytestmark = pytest.mark.training  # real training, on CPU
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = ROOT / "tests" / "data" / "localrun"
 DEBIAN_PYTHON = "/usr/bin/python3"  # Debian's CPU-only torch lives here (see train-env/)

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.wheel  # builds the wheel into a fresh venv
+
 ROOT = Path(__file__).resolve().parents[2]
 CACHE = Path(os.environ.get("TJC_WHEEL_CACHE", Path.home() / ".cache" / "tjc-wheel"))
 INPUTS = ("compiler", "cuebridge", "yamlext", "setup.py", "pyproject.toml", "MANIFEST.in",

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.wheel  # pre-commit installs the package
+
 ROOT = Path(__file__).resolve().parents[2]
 LONG = "d" * 200  # long paths: pre-commit's 128 KiB command line then needs several batches
 JOBS = 700

@@ -37,6 +37,8 @@ from tests.parity import yaml_strategies as ys
 from tests.parity.compare import difference
 from tests.parity.oracle import Oracle, build
 
+pytestmark = pytest.mark.parity  # runs the Go oracle
+
 EXAMPLES = int(os.environ.get("TJC_PARITY_EXAMPLES", "500"))
 RANDOM = bool(os.environ.get("TJC_PARITY_RANDOM"))
 budget = settings(max_examples=EXAMPLES, derandomize=not RANDOM, deadline=None,

@@ -83,6 +83,7 @@ def test_a_values_file_over_the_memory_limit_is_one_line(tmp_path: Path) -> None
     assert line.endswith("[TJC-POLICY-LIMIT]") and "TJC_CUE_MEMORY" in line
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("when", sorted(SLOW_PACKS))
 def test_a_pack_over_the_time_limit_is_stopped_at_the_deadline(tmp_path: Path,
                                                               when: str) -> None:

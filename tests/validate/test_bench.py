@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from bench import corpus, kubeconform
 
 
@@ -27,6 +29,7 @@ def test_corpus_is_deterministic_varied_and_partly_invalid() -> None:
                                                               "TrainingRuntime"}
 
 
+@pytest.mark.slow
 def test_kubeconform_refuses_what_tjc_finds_schema_errors_in(tmp_path: Path) -> None:
     files = corpus.write_tree(tmp_path / "repo", 300, seed=5)
     schemas = kubeconform.write_schemas(tmp_path / "schemas")

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -303,6 +304,7 @@ def trainjob_doc(draw: st.DrawFn, raw_runtime: Obj) -> Obj:
 # ----------------------------------------------------------------------------- tests
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_same_diagnostics_on_generated_documents(data: st.DataObject) -> None:
