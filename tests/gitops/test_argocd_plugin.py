@@ -1,7 +1,7 @@
 """The Argo CD plugin's commands without Argo CD: the allow-list of an Application's TJC_ARGS,
 the platform's settings from the sidecar's environment, and discovery of plain folders (with a
 stand-in kustomize where the bounds of the build are the point). The real cmp-server, kustomize
-and helm run them in tests/test_gitops_tools.py."""
+and helm run them in tests/gitops/test_gitops_tools.py."""
 
 from __future__ import annotations
 

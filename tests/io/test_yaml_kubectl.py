@@ -2,7 +2,7 @@
 
 kubectl cuts a manifest file at its `---` lines and reads each part's first document with
 sigs.k8s.io/yaml (go-yaml v2); the values here are what the parity oracle gives for each text
-(tests/test_parity.py compares them with the oracle itself, and many more generated ones).
+(tests/parity/test_parity.py compares them with the oracle itself, and many more generated ones).
 """
 
 from __future__ import annotations

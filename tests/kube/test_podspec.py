@@ -4,7 +4,7 @@ later, a runtime is completed by the TrainJob and the plugins), admission on run
 runtime patches, and the compile's check of the JobSet it made (`compiler.core.podrefusals`):
 what the TrainJob completes is not refused, what the composition breaks is, and upstream's
 plugins add nothing the API server refuses. The differential test against kube-apiserver's
-own code is `tests/test_parity.py::test_pod_templates_match_the_api_server`.
+own code is `tests/parity/test_parity.py::test_pod_templates_match_the_api_server`.
 """
 
 from __future__ import annotations

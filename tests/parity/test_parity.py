@@ -1,4 +1,4 @@
-"""Differential tests against upstream's own Go code (the parity oracle, `tests/oracle.py`).
+"""Differential tests against upstream's own Go code (the parity oracle, `tests/parity/oracle.py`).
 
 Generated runtimes and TrainJobs go through both tjc and Kubeflow Trainer v2.3.0 (API server
 create path, webhooks, NewObjects); accept/reject, whether kube-apiserver would refuse the Jobs
@@ -348,7 +348,7 @@ REPORTED = [text for table in (yk.TAGGED_VALUES, yk.TAGGED_KEYS, yk.REFUSED_VALU
 
 @pytest.mark.parametrize("text", REPORTED)
 def test_reported_yaml_cases_match_kubectl(oracle: Oracle, text: str) -> None:
-    """The loader's fixed cases (tests/test_yaml_kubectl.py: `! 1`, `!!binary`, `%YAML 1.2`,
+    """The loader's fixed cases (tests/io/test_yaml_kubectl.py: `! 1`, `!!binary`, `%YAML 1.2`,
     `--- value`, `...`) are kubectl's reading."""
     found: list[str] = []
     _compare(oracle, text, found)

@@ -1,6 +1,6 @@
 """Hypothesis strategies for YAML text with tags, directives and document markers.
 
-For the differential tests against kubectl's reading (tests/test_parity.py): tagged scalars
+For the differential tests against kubectl's reading (tests/parity/test_parity.py): tagged scalars
 (every standard tag, the non-specific `!`, verbatim and unknown tags; plain, single- and
 double-quoted; texts that are numbers, YAML 1.1 words, timestamps, base64), tagged
 collections and merge keys, streams of documents with directives, `---` lines and `...`
