@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup wheel train-env policies-test test e2e e2e-binaries gitops-tools lint typecheck unit golden bench schemas schemas-check gofacts render clean oracle parity fuzz
+.PHONY: setup wheel train-env policies-test test test-fast e2e e2e-binaries gitops-tools lint typecheck unit golden bench schemas schemas-check gofacts render clean oracle parity fuzz
 
 CUE_LIB := build/cue/libtjccue.so
 FLUX_TEMPLATES := build/flux/.installed
@@ -49,6 +49,12 @@ typecheck: setup
 unit: setup
 	$(BIN)/python -m pytest
 
+# The inner loop, under a minute: the unit, golden, property, rule and CLI tests, without the
+# slow tiers (markers in pyproject.toml) and with fewer generated examples. `make test` runs all.
+FAST_TIER := not e2e and not parity and not wheel and not training and not slow
+test-fast: setup
+	TJC_TEST_FAST=1 TJC_FUZZ_EXAMPLES=20 $(BIN)/python -m pytest -m "$(FAST_TIER)"
+
 test: lint typecheck schemas-check e2e-binaries gitops-tools oracle train-env unit policies-test
 
 # The interpreters, wheels and OpenMPI the training tests of `tjc run --local` use (pinned in
@@ -75,14 +81,14 @@ e2e: setup e2e-binaries
 	TJC_E2E=1 $(BIN)/python -m pytest -m e2e tests/e2e
 
 # The parity oracle: Kubeflow Trainer v2.3.0's own Go code (pinned in parity/oracle/go.mod),
-# built once into ~/.cache/tjc-oracle for the differential tests (tests/test_parity.py).
+# built once into ~/.cache/tjc-oracle for the differential tests (tests/parity/).
 oracle:
 	parity/oracle/build.sh
 
 # A long random differential campaign against the oracle: make parity N=20000
 N ?= 5000
 parity: setup oracle
-	TJC_PARITY_EXAMPLES=$(N) TJC_PARITY_RANDOM=1 $(BIN)/python -m pytest -q -s tests/test_parity.py
+	TJC_PARITY_EXAMPLES=$(N) TJC_PARITY_RANDOM=1 $(BIN)/python -m pytest -q -s tests/parity/test_parity.py
 
 policies-test: setup
 	$(BIN)/tjc policies test
@@ -102,7 +108,7 @@ gofacts:
 	cd schemas/gotypes && GOFLAGS=-mod=readonly go run . > ../../compiler/kube/_go_facts.py
 
 golden: setup
-	TJC_UPDATE_GOLDEN=1 $(BIN)/python -m pytest -q tests/test_golden.py
+	TJC_UPDATE_GOLDEN=1 $(BIN)/python -m pytest -q tests/core/test_golden.py
 	git diff --stat -- golden/
 
 # Performance ratios on a generated repository, against kubeconform (built pinned into

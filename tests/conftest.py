@@ -1,4 +1,5 @@
-"""Shared test setup: hypothesis runs derandomized in CI (CI=true) and on demand."""
+"""Shared test setup: hypothesis runs derandomized in CI (CI=true) and on demand, and with
+fewer examples in the fast tier (TJC_TEST_FAST=1, set by `make test-fast`)."""
 
 from __future__ import annotations
 
@@ -11,4 +12,9 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.register_profile("dev", max_examples=100, deadline=None)
-settings.load_profile("ci" if os.environ.get("CI") else "dev")
+settings.register_profile("fast", max_examples=20, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+if os.environ.get("TJC_TEST_FAST"):
+    settings.load_profile("fast")
+else:
+    settings.load_profile("ci" if os.environ.get("CI") else "dev")

@@ -12,9 +12,10 @@ from typing import Any
 
 from compiler.common.diagnostics import Diagnostic, Path, error
 from compiler.common.jsondata import Obj, get_path
-from compiler.core.plugins import REGISTRY
-from compiler.core.plugins.base import TRAINER_PORT
+from compiler.core.plugins import hooked
+from compiler.core.plugins.base import TRAINER_PORT, PluginSpec
 from compiler.core.plugins.checks import names_text
+from compiler.core.plugins.hooks import GpuEffect, Quirks, TrainerEnvs
 from compiler.core.resources import gpu_count
 from compiler.kube.objectmeta import (
     _LABEL,
@@ -38,7 +39,6 @@ from compiler.kube.podresources import _HOLDERS, _MAX_WALK, MILLI_OVERFLOW
 from compiler.kube.quantity import QuantityError, parse
 from compiler.validate.quirks import (
     _dict,
-    _frameworks,
     _gpu_name,
     _list,
     _runtime_node_resources,
@@ -243,22 +243,29 @@ def quirks_check(trainjob: Obj, runtime: Obj) -> list[Diagnostic]:
     found: list[Diagnostic] = []
     for rule in _RULES:
         found.extend(rule(trainjob, runtime))
-    for plugin in REGISTRY:
-        if plugin.quirks is not None:
-            found.extend(plugin.quirks(trainjob, runtime))
+    for _, hook in hooked(Quirks):
+        found.extend(hook.quirks(trainjob, runtime))
     return found
+
+
+def _frameworks(runtime: Obj) -> list[tuple[PluginSpec, tuple[str, ...], str]]:
+    """The mlPolicy frameworks the runtime sets that inject envs only with spec.trainer, with
+    the names and the note, in registry order."""
+    policy = _dict(get_path(runtime, "spec", "mlPolicy"))
+    return [(plugin, *hook.trainer_envs()) for plugin, hook in hooked(TrainerEnvs)
+            if plugin.ml_source and isinstance(policy.get(plugin.ml_source), dict)]
 
 
 def _no_trainer(trainjob: Obj, runtime: Obj) -> Iterator[Diagnostic]:
     """§8-B2: without spec.trainer, torch/jax/xgboost inject no env and no port."""
     if _trainer(trainjob) is not None or _trainer_container(runtime) is None:
         return
-    for plugin in _frameworks(runtime):
-        if plugin.trainer_envs:
+    for plugin, names, note in _frameworks(runtime):
+        if names:
             yield _warning(
                 "TJC-QUIRK-NO-TRAINER",
                 f"the TrainJob has no spec.trainer, so upstream's {plugin.ml_source} plugin "
-                f"injects none of {names_text(plugin.trainer_envs)}{plugin.trainer_envs_note} "
+                f"injects none of {names_text(names)}{note} "
                 f"and no port {TRAINER_PORT} into the node container; add `trainer: {{}}` to "
                 "spec to get them", ("spec",))
 
@@ -287,10 +294,10 @@ def _gpu_ignored(trainjob: Obj, runtime: Obj) -> Iterator[Diagnostic]:
 def _gpu_effect(trainer: Obj, ml_policy: Obj, gpus: int) -> str | None:
     """What a GPU count of 0 instead of `gpus` changes: the first framework of the runtime
     that says (None: nothing)."""
-    for plugin in REGISTRY:
+    for plugin, hook in hooked(GpuEffect):
         policy = ml_policy.get(plugin.ml_source) if plugin.ml_source else None
-        if isinstance(policy, dict) and plugin.gpu_effect is not None:
-            return plugin.gpu_effect(trainer, policy, gpus)
+        if isinstance(policy, dict):
+            return hook.gpu_effect(trainer, policy, gpus)
     return None
 
 
@@ -322,7 +329,7 @@ def _two_gang_schedulers(trainjob: Obj, runtime: Obj) -> Iterator[Diagnostic]:
 
 def _port_replaced(trainjob: Obj, runtime: Obj) -> Iterator[Diagnostic]:
     """§8-B8: the trainer port upsert matches any unnamed port."""
-    if _trainer(trainjob) is None or not any(p.trainer_envs for p in _frameworks(runtime)):
+    if _trainer(trainjob) is None or not any(names for _, names, _ in _frameworks(runtime)):
         return
     found = _trainer_container(runtime)
     if found is None:

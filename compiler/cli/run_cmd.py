@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from compiler.common.diagnostics import Diagnostic, Severity, has_errors
+from compiler.common.launch import LocalLaunch
 from compiler.core.context import CompileOptions
+from compiler.core.plugins import hooked
 from compiler.io.builtin import builtin_runtimes
 from compiler.io.loader import read_sources
 from compiler.render.pipeline import JobResult, render_stream
@@ -97,8 +99,9 @@ def run(args: argparse.Namespace) -> int:
         return result
     with tempfile.TemporaryDirectory(prefix="tjc-run-") as scratch:
         try:
-            built = plan.build_plan(result.objects, plan.Options(python=args.python,
-                                    run_dir=Path(scratch), ignore_gpus=args.ignore_gpus))
+            built = plan.build_plan(result.objects, plan.Options(
+                python=args.python, run_dir=Path(scratch), ignore_gpus=args.ignore_gpus,
+                launchers=local_launchers()))
         except plan.Refusal as exc:
             print(f"tjc: cannot run {result.name} locally: {exc}", file=sys.stderr)
             return 2
@@ -110,6 +113,11 @@ def run(args: argparse.Namespace) -> int:
             return 130
     _summary(built, outcome)
     return 0 if outcome.succeeded else 1
+
+
+def local_launchers() -> tuple[LocalLaunch, ...]:
+    """Every plugin's launcher hook, in registry order: the runner knows no framework."""
+    return tuple(hook for _, hook in hooked(LocalLaunch))
 
 
 def _run_stoppable(built: plan.Plan, workdir: Path, timeout: float | None) -> runner.Outcome:
@@ -165,7 +173,7 @@ def _summary(built: plan.Plan, outcome: runner.Outcome) -> None:
     for job in built.jobs:
         for pod in job.pods:
             code = outcome.exit_codes.get(pod.name)
-            shown = "ssh stand-in" if pod.ssh_server else \
+            shown = pod.stand_in if pod.stand_in else \
                 "not started" if pod.name not in outcome.exit_codes else \
                 "stopped" if code is None else f"exit {code}"
             print(f"tjc:   {pod.name}: {shown}", file=sys.stderr)

@@ -16,7 +16,7 @@ from typing import Any
 
 from compiler.common.diagnostics import Diagnostic, Severity, has_errors, one_line
 from compiler.common.jsondata import Obj
-from compiler.core.plugins import REGISTRY
+from compiler.core.plugins import registry
 from compiler.core.resolve import runtime_key
 from compiler.io import emit
 from compiler.io.builtin import builtin_runtimes
@@ -151,7 +151,8 @@ def ml_policy(policy: Any) -> str | None:
     source it stands for), `plain` for none, None without mlPolicy."""
     if not isinstance(policy, dict):
         return None
-    found = [p.ml_source for p in REGISTRY if p.ml_source and policy.get(p.ml_source) is not None]
+    found = [p.ml_source for p in registry()
+             if p.ml_source and policy.get(p.ml_source) is not None]
     return "+".join(found) or "plain"
 
 

@@ -13,7 +13,7 @@ credentials, as client-go gives them.
 
 Every refusal is a `KubeconfigError`: one line naming the file and the field, with the type
 found but never a value, so a token never reaches a message. The oracle test
-(`tests/test_controller_kubeconfig.py`) holds this module to client-go's own verdicts.
+(`tests/controller/test_controller_kubeconfig.py`) holds this module to client-go's own verdicts.
 
 Called by `kube.client_from_kubeconfig`; `rest` builds its client from `Selected` and reads
 tokens again through `bearer_token`.

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import marshal
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 from compiler.common.diagnostics import (
@@ -35,7 +35,7 @@ from compiler.core.context import (
     MergedSpecs,
     build_context,
 )
-from compiler.core.plugins import REGISTRY
+from compiler.core.plugins import registry
 from compiler.core.plugins.base import PluginResult, PluginSpec
 from compiler.core.plugins.edits import apply_edit
 from compiler.core.plugins.graph import plugin_order
@@ -46,8 +46,6 @@ from compiler.kube import structural
 from compiler.kube.defaults import default_in_place
 
 TRAINER_CONTROLLER = "trainer.kubeflow.org/trainjob-controller"
-# plugins that read what a policy view leaves out (flux, the env in its container)
-VIEWLESS = frozenset({"flux"})
 
 
 @dataclass(frozen=True)
@@ -99,7 +97,7 @@ class PreparedRuntime:
         mlPolicy and podGroupPolicy (`ctx.ml_policy`, `ctx.pod_group_policy`, which runtime
         patches do not change)."""
         if not self._plugins:
-            self._plugins.append(tuple(plugin_order([p for p in REGISTRY if p.active(ctx)])))
+            self._plugins.append(tuple(plugin_order([p for p in registry() if p.active(ctx)])))
         return self._plugins[0]
 
     def spec_copy(self) -> Obj:
@@ -194,26 +192,6 @@ def compile_defaulted(tj: Obj, prepared: PreparedRuntime, *, options: CompileOpt
                          ctx.origins if ctx.origins.enabled else None)
 
 
-POLICY_VIEW = CompileOptions(policy_view=True)
-
-
-def policy_view(tj: Obj, prepared: PreparedRuntime) -> Obj | None:
-    """The policy view (`CompileOptions.policy_view`) of the JobSet a defaulted TrainJob
-    compiles to, for a caller that found `prepared` by the TrainJob's own runtimeRef (so
-    the runtime cannot mismatch): None where `compile_defaulted` would give an error or no
-    JobSet. The plugins' diagnostics are only looked at for errors, not named or returned
-    (`tests/test_policy_view.py` compares with `compile_defaulted`)."""
-    if has_errors(prepared.diagnostics) or managed_elsewhere(tj) is not None:
-        return None
-    try:
-        _, _, objects, diagnostics = _compile(tj, prepared, POLICY_VIEW)
-    except TjcError:
-        return None
-    if has_errors(diagnostics):
-        return None
-    return next((o for o in objects if o.get("kind") == "JobSet"), None)
-
-
 def _compile(tj: Obj, prepared: PreparedRuntime, options: CompileOptions, refuse: bool = True
              ) -> tuple[Context, tuple[PluginSpec, ...], list[Obj], list[Diagnostic]]:
     """The context, the active plugins in order, and what they made and said (raises
@@ -224,8 +202,6 @@ def _compile(tj: Obj, prepared: PreparedRuntime, options: CompileOptions, refuse
                         Recorder() if options.trace else None, prepared.merged)
     ctx.options = options
     plugins = prepared.plugins(ctx)
-    if options.view() and any(p.name in VIEWLESS for p in plugins):
-        ctx.options = replace(options, policy_view=False)
     objects, diagnostics = _run_plugins(ctx, plugins)
     if refuse and not has_errors(diagnostics):  # what the cluster could never run, or whose
         refusal = limits.check(objects)         # Jobs and Pods it would refuse: on every path

@@ -38,12 +38,6 @@ class CompileOptions:
     `ssh_keys(namespace, name)` returns the key pair of a TrainJob's MPI SSH Secret; without
     it, no Secret is emitted and a notice says which Secret the job needs. `trace` records
     where every output field came from (`compiler.core.provenance`, for `tjc explain`).
-    `policy_view` leaves out of the JobSet what no built-in policy rule reads (`VIEW_SKIPS`:
-    the env, ports and volume mounts the plugins and the builder upsert into containers; a
-    plugin leaves such an edit out where it found the container itself, and `apply_edit`
-    checks the container of any other; and no side object but the SSH Secret a key source
-    gives), for `tjc validate`, which compiles only to check the JobSet; it has no effect
-    with `trace`. The same diagnostics either way (`tests/test_policy_view.py`).
     `field_validation` is kubectl's for unknown fields in admission (`strict`, `warn` or
     `ignore`; `compiler.core.admission.field_validation`).
     `name_hash` is read by the render pipeline, not by the compile: it renders each TrainJob
@@ -52,19 +46,11 @@ class CompileOptions:
 
     ssh_keys: SSHKeySource | None = None
     trace: bool = False
-    policy_view: bool = False
     field_validation: str = "strict"
     name_hash: bool = False
 
-    def view(self) -> bool:
-        """Whether the compile leaves out the `VIEW_SKIPS` writes."""
-        return self.policy_view and not self.trace
-
 
 DEFAULT_OPTIONS = CompileOptions()
-
-# the container fields a `policy_view` compile does not write
-VIEW_SKIPS = frozenset({"env", "ports", "volumeMounts", "envFrom"})
 
 
 ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"

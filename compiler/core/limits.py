@@ -7,7 +7,7 @@ largest cluster Kubernetes is tested for ("Considerations for large clusters": a
 pods in total). JobSet's webhook refuses a JobSet whose generated Job or Pod names would
 be over 63 characters. Only integers are multiplied: no check allocates in proportion to a count.
 (The MPI hostfile, the one object whose size grows with the node count, is sized before it is
-built by the compiler itself, `compiler/core/plugins/mpi.py`.) Called by the compile for every
+built by the compiler itself, `compiler/core/plugins/mpi/`.) Called by the compile for every
 JobSet it makes, so validate, render, krm, the controller and the library refuse the same
 TrainJobs; the controller gives such a refusal the Failed reason `REASON`. Pure.
 """

@@ -14,8 +14,9 @@ That context is built only where a rule needs more than names: whether the patch
 the job names after them, and (when no patch has a spec) the runtime's typed template are
 worked out without it (`compiler.core.plugins.checks.Admission`), and a plugin whose policy
 the runtime does not set is not run (its rules need that policy).
-The deprecation warning comes first; then each plugin's own rules (`PluginSpec.validate`, in
-the plugin's module: upstream's plugin `Validate`) in registry order (upstream's is random);
+The deprecation warning comes first; then each plugin's own rules (its `CustomValidation`
+hook, in the plugin's module: upstream's plugin `Validate`) in registry order (upstream's is
+random);
 then the JobSet rules held here (initializers and runtime patches), which need no framework.
 This module imports no plugin module, only the registry.
 
@@ -49,7 +50,7 @@ from compiler.common.diagnostics import Diagnostic, Path, Severity, error
 from compiler.common.jsondata import Obj, get_path
 from compiler.common.perobject import per_object
 from compiler.core.context import ANCESTOR_LABEL, NODE
-from compiler.core.plugins import REGISTRY
+from compiler.core.plugins import hooked
 from compiler.core.plugins.checks import (
     PATCH_JOBS,
     PATCHES,
@@ -63,6 +64,7 @@ from compiler.core.plugins.checks import (
     runtime_policy,
 )
 from compiler.core.plugins.checks import go_quote as _q
+from compiler.core.plugins.hooks import CustomValidation
 from compiler.core.resolve import wanted_key
 from compiler.kube.defaults import canonicalize_quantities, default_in_place, quantity_tree
 from compiler.kube.structural import sanitize
@@ -164,8 +166,8 @@ class RuntimeFacts:
 def _runtime_facts(runtime: Obj) -> RuntimeFacts:
     """The facts of a runtime, worked out once per runtime object (callers validate many
     TrainJobs against one, and never change it)."""
-    validators = [plugin.validate for plugin in REGISTRY if plugin.validate is not None
-                  and _policy_set(runtime, plugin.policy)]
+    validators: list[Validate] = [hook.validate for plugin, hook in hooked(CustomValidation)
+                                  if _policy_set(runtime, plugin.policy)]
     names = _container_names(as_dict(get_path(runtime, "spec", "template", "spec")))
     return RuntimeFacts(validators, names, _deprecated_reference(runtime))
 

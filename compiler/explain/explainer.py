@@ -24,7 +24,7 @@ from compiler.core.compile import (
     prepare_runtime,
 )
 from compiler.core.context import CompileOptions
-from compiler.core.plugins import REGISTRY
+from compiler.core.plugins import registry
 from compiler.core.plugins.base import PluginSpec
 from compiler.core.plugins.graph import build_graph, plugin_order
 from compiler.core.provenance import Recorder, root_of
@@ -87,7 +87,7 @@ class Explainer:
     def plugins(self) -> list[PluginSpec]:
         """The active plugins in graph order."""
         names = set(self.result.plugins)
-        return plugin_order([p for p in REGISTRY if p.name in names])
+        return plugin_order([p for p in registry() if p.name in names])
 
     def entries(self, obj: Obj) -> Iterator[Entry]:
         """Every field of one output object that a plugin or the TrainJob set."""

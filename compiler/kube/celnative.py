@@ -9,7 +9,7 @@ Otherwise it answers False, which decides nothing: the caller evaluates with CEL
 which also gives every message, runtime error and non-bool result. So a check may be
 stricter than its rule, never looser. A `self` the runtime would not convert (an integer
 beyond 64 bits, a string that is not valid UTF-8, a tuple, another object) makes the CEL
-evaluation fail, so no check accepts it. `tests/test_cel_native.py` holds the checks against
+evaluation fail, so no check accepts it. `tests/kube/test_cel_native.py` holds the checks against
 the CEL runtime. Pure; called by `compiler.kube.cel` only.
 """
 

@@ -4,8 +4,8 @@ Every pod host name (`<jobset>-<job>-<replica>-<index>` and its `.<subdomain>` f
 127.0.0.1, and every container port a pod declares becomes a free local port of its own, so
 that several "nodes" listening on the same port share this host. `HostTable.rewrite` applies
 the mapping to an env value or argument; `remap_port_vars` moves a bare port value too when
-the same container names that pod's host in another variable (`PET_MASTER_ADDR` and
-`PET_MASTER_PORT`, `DMLC_TRACKER_URI` and `DMLC_TRACKER_PORT`). Called by the plan.
+the same container names that pod's host in another variable (a master or tracker address
+beside its port, whatever the framework calls them). Called by the plan.
 """
 
 from __future__ import annotations

@@ -8,22 +8,27 @@ folder (`compiler.localrun.volumes`), and refuses what cannot run here. A pod vo
 server would refuse (`compiler.kube.podspec.volumefiles`: an item path leaving its volume, a
 mode beyond 0777) is refused before any file is written. Called by `compiler.cli.run_cmd`; runs
 nothing.
+
+It knows no framework: what a framework's pods need here (a `torchrun`, an ssh stand-in for
+the pods that serve SSH and the env that makes `mpirun` use it) comes from the launchers in
+`Options.launchers`, the plugins' `LocalLaunch` hooks (`compiler.common.launch`), which the
+caller takes from the plugin registry.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from compiler.common.diagnostics import format_path
 from compiler.common.jsondata import Obj
+from compiler.common.launch import Launcher, LaunchSite, LocalLaunch
 from compiler.kube.podspec import volumefiles
 from compiler.localrun import hosts, kubelet, shims, volumes
 from compiler.localrun.kubelet import PodIdentity, PodView
-
-_SSH_SERVERS = frozenset({"sshd"})
 
 
 class Refusal(ValueError):
@@ -37,7 +42,7 @@ class LocalPod:
     identity: PodIdentity
     argv: list[str]
     env: dict[str, str]
-    ssh_server: bool = False  # a pod that only serves SSH: the local ssh stand-in replaces it
+    stand_in: str = ""  # not run: what stands in for it (a launcher's `replaced`)
     ready_port: int | None = None  # local port of a tcpSocket readiness probe
 
     @property
@@ -69,12 +74,14 @@ class Plan:
 
 @dataclass
 class Options:
-    """How to run: which interpreter stands in for the image, where files go."""
+    """How to run: which interpreter stands in for the image, where files go, and the
+    frameworks' launcher hooks (every plugin's `LocalLaunch`, in registry order)."""
 
     python: str
     run_dir: Path
     ignore_gpus: bool = False
     base_env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+    launchers: Sequence[LocalLaunch] = field(kw_only=True)
 
 
 def build_plan(objects: list[Obj], options: Options) -> Plan:
@@ -95,27 +102,40 @@ def build_plan(objects: list[Obj], options: Options) -> Plan:
     options.run_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     subdomain = str((spec.get("network") or {}).get("subdomain") or name)
     table = hosts.HostTable.build(pods, subdomain, _declared_ports(jobset))
-    bin_dir = shims.write(options.run_dir, options.python, table.names())
+    launchers = _launchers(options, table)
+    bin_dir = shims.write(options.run_dir, options.python,
+                          {k: v for launcher in launchers for k, v in launcher.programs.items()})
+    replaced = {k: v for launcher in launchers for k, v in launcher.replaced.items()}
     jobs = []
     for rjob in spec.get("replicatedJobs") or []:
         members = [p for p in pods if p[0].replicated_job == rjob["name"]]
-        built = [_pod(ident, template, side, table, options, bin_dir)
+        built = [_pod(ident, template, side, table, options, bin_dir, replaced)
                  for ident, template in members]
         depends = [(str(d["name"]), str(d.get("status", "Complete")))
                    for d in rjob.get("dependsOn") or []]
         jobs.append(LocalJob(str(rjob["name"]), built, depends))
-    _reach_ssh_servers(jobs, bin_dir)
+    _reach_stand_ins(jobs, launchers)
     return _with_policies(spec, name, jobs)
 
 
-def _reach_ssh_servers(jobs: list[LocalJob], bin_dir: Path) -> None:
-    """When pods serve SSH (MPI nodes), the other pods' mpirun goes through the ssh stand-in;
-    a pod's own env still wins."""
+def _launchers(options: Options, table: hosts.HostTable) -> list[Launcher]:
+    """What each framework's launcher hook adds on this machine."""
+    site = LaunchSite(python=options.python, hosts=tuple(table.names()),
+                      bin_dir=str(options.run_dir / "bin"), as_root=os.geteuid() == 0)
+    return [hook.local_launch(site) for hook in options.launchers]
+
+
+def _reach_stand_ins(jobs: list[LocalJob], launchers: list[Launcher]) -> None:
+    """When a launcher's stand-in replaces pods (the SSH servers of MPI nodes), every pod that
+    runs gets that launcher's env (so that mpirun goes through the ssh stand-in); a pod's own
+    env still wins."""
     pods = [pod for job in jobs for pod in job.pods]
-    if any(pod.ssh_server for pod in pods):
-        for pod in pods:
-            if not pod.ssh_server:
-                pod.env = {**shims.mpi_env(bin_dir), **pod.env}
+    programs = {os.path.basename(pod.argv[0]) for pod in pods if pod.stand_in}
+    for launcher in launchers:
+        if programs & set(launcher.replaced):
+            for pod in pods:
+                if not pod.stand_in:
+                    pod.env = {**launcher.client_env, **pod.env}
 
 
 def _with_policies(spec: Obj, name: str, jobs: list[LocalJob]) -> Plan:
@@ -198,7 +218,8 @@ def _containers(template: Obj) -> list[Obj]:
 
 
 def _pod(ident: PodIdentity, template: Obj, side: dict[tuple[str, str], Obj],
-         table: hosts.HostTable, options: Options, bin_dir: Path) -> LocalPod:
+         table: hosts.HostTable, options: Options, bin_dir: Path,
+         replaced: dict[str, str]) -> LocalPod:
     pod_spec = template.get("spec") or {}
     containers = _containers(template)
     if len(containers) != 1 or pod_spec.get("initContainers"):
@@ -225,18 +246,19 @@ def _pod(ident: PodIdentity, template: Obj, side: dict[tuple[str, str], Obj],
            hosts.remap_port_vars(env, table).items()}
     argv = [hosts.remap_paths(table.rewrite(part), mounts) for part in argv]
     env.setdefault("HOSTNAME", ident.hostname)
-    return _finish(ident, container, argv, env, options, bin_dir, table)
+    return _finish(ident, container, argv, env, options, bin_dir, table, replaced)
 
 
 def _finish(ident: PodIdentity, container: Obj, argv: list[str], env: dict[str, str],
-            options: Options, bin_dir: Path, table: hosts.HostTable) -> LocalPod:
+            options: Options, bin_dir: Path, table: hosts.HostTable,
+            replaced: dict[str, str]) -> LocalPod:
     if not container.get("command"):
         raise Refusal(f"pod {ident.hostname}: container {container.get('name')!r} sets no "
                       f"command, so it runs the entrypoint of image {container.get('image')!r}, "
                       "which does not exist on this machine")
     program = os.path.basename(argv[0])
-    if program in _SSH_SERVERS:
-        return LocalPod(ident, argv, env, ssh_server=True)
+    if program in replaced:
+        return LocalPod(ident, argv, env, stand_in=replaced[program] or program)
     path = f"{bin_dir}{os.pathsep}{options.base_env.get('PATH', os.defpath)}"
     if shutil.which(argv[0], path=path) is None:
         raise Refusal(f"pod {ident.hostname}: {argv[0]!r} (the command of container "

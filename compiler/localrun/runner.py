@@ -75,7 +75,7 @@ class _Attempt:
     def _job_state(self, job: LocalJob) -> str:
         if job.name not in self.started:
             return "Pending"
-        run = [p for p in job.pods if not p.ssh_server]
+        run = [p for p in job.pods if not p.stand_in]
         if all(self.codes.get(p.name) == 0 for p in run):
             return "Complete"
         return "Ready" if all(self._ready(p) for p in run) else "Started"
@@ -103,7 +103,7 @@ class _Attempt:
             if job.name not in self.started and self._may_start(index, job):
                 self.started.add(job.name)
                 for pod in job.pods:
-                    if not pod.ssh_server:
+                    if not pod.stand_in:
                         self._spawn(pod)
 
     def _spawn(self, pod: LocalPod) -> None:

@@ -21,7 +21,6 @@ from compiler.core.compile import PreparedRuntime
 from compiler.core.context import ANCESTOR_LABEL, NODE, TRAINER
 from compiler.core.resolve import object_ref
 from compiler.io.loader import Document
-from compiler.policy import viewed
 from compiler.policy.engine import PolicySet, Violation
 
 if TYPE_CHECKING:
@@ -94,7 +93,6 @@ class PolicyChecker:
         # located the same way each time: kept per runtime (which the value keeps alive).
         self._at_runtime: dict[tuple[int, int, Path, str, Any], tuple[Document, Diagnostic]] \
             = {}
-        self._views: bool | None = None
         self._template = TemplateValues()
 
     def document(self, doc: Document, data: Obj) -> list[Diagnostic]:
@@ -111,25 +109,6 @@ class PolicyChecker:
         """Violations of the JobSet compiled from a TrainJob, located in the inputs."""
         return self.locate(tj, runtime, jobset_findings(self.policies, trainjob, prepared,
                                                         jobset, self._template), prepared)
-
-    def views_suffice(self) -> bool:
-        """Whether a JobSet's policy view (`CompileOptions.policy_view`) gives its
-        violations: no pack that checks JobSets reads what the view leaves out."""
-        if self._views is None:
-            self._views = all(viewed.reads_in_view(pack.reads)
-                              for pack in self.policies.packs
-                              if self.policies.applicable(pack, "JobSet"))
-        return self._views
-
-    def jobset_view(self, tj: Document, trainjob: Obj, runtime: Document,
-                    prepared: PreparedRuntime, view: Obj) -> list[Diagnostic] | None:
-        """`jobset` for the policy view of the JobSet (when `views_suffice`), or None when a
-        violation's field holds what the view leaves out: compile in full and call
-        `jobset`."""
-        findings = jobset_findings(self.policies, trainjob, prepared, view, self._template)
-        if not all(viewed.holds_in_view(f.violation.path) for f in findings):
-            return None
-        return self.locate(tj, runtime, findings, prepared)
 
     def locate(self, tj: Document, runtime: Document, findings: Sequence[Finding],
                prepared: PreparedRuntime | None = None) -> list[Diagnostic]:

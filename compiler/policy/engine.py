@@ -147,10 +147,6 @@ class PolicySet:
             return v
         return Violation(v.rule, v.path, v.message, decision)
 
-    def applicable(self, pack: Pack, kind: str) -> bool:
-        """Whether any rule of the pack (not skipped this run) applies to this kind."""
-        return bool(self._rules(pack, kind, self.skip))
-
     def _rules(self, pack: Pack, kind: str, skips: frozenset[str]) -> list[Rule]:
         key = (pack.name, kind, skips)
         rules = self._applicable.get(key)

@@ -174,7 +174,7 @@ class Validator:
         if entry is None:
             return found
         # the whole JobSet: what the API server refuses in its Pods reads the env, ports and
-        # mounts a policy view leaves out
+        # mounts the plugins write
         compiled = compile_defaulted(data, entry.get())
         if has_errors(compiled.diagnostics):
             return found + self._refusals(doc, entry, compiled)

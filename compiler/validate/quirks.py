@@ -12,32 +12,33 @@ What the rules need of a runtime (its frameworks, trainer container, GPUs, gang 
 worked out once per runtime object and remembered (`_facts`): callers check many TrainJobs
 against one runtime and never change it in between.
 
-The rules here concern every framework; they learn what a framework injects and what counting
-no GPUs changes for it from the registry (`PluginSpec.trainer_envs`, `gpu_effect`). A
-framework's own quirks (`PluginSpec.quirks`) live in its plugin module and run after these.
-This module imports no plugin module, only the registry.
+The rules here concern every framework; they learn what a framework injects, what counting no
+GPUs changes for it and how it counts the node job's pods from its plugin's hooks
+(`compiler.core.plugins.hooks`: `TrainerEnvs`, `GpuEffect`, `NodeCount`), asked only for the
+frameworks the runtime's mlPolicy sets; which plugins are gang schedulers, from their
+`podGroupPolicy.<key>` declarations. A framework's own quirks (its `Quirks` hook) live in its
+plugin module and run after these. This module imports no plugin module, only the registry.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from compiler.common.diagnostics import Diagnostic, Path, Severity
 from compiler.common.jsondata import Obj, get_path
 from compiler.common.perobject import per_object
 from compiler.core.context import ANCESTOR_LABEL, NODE, TRAINER
-from compiler.core.plugins import REGISTRY
+from compiler.core.plugins import hooked, registry
 from compiler.core.plugins.base import TRAINER_PORT, PluginSpec
 from compiler.core.plugins.checks import names_text
+from compiler.core.plugins.hooks import GpuEffect, InjectedEnvs, NodeCount, Quirks, TrainerEnvs
 from compiler.core.resources import gpu_count
 
 RUNTIME_JOBS: Path = ("spec", "template", "spec", "replicatedJobs")
 POD_SPEC: Path = ("template", "spec", "template", "spec")
 RESOURCES_PER_NODE: Path = ("spec", "trainer", "resourcesPerNode")
-_PLUGIN_QUIRKS: tuple[Callable[[Obj, Obj], Iterable[Diagnostic]], ...] = tuple(
-    p.quirks for p in REGISTRY if p.quirks is not None)
 
 
 def check(trainjob: Obj, runtime: Obj) -> list[Diagnostic]:
@@ -54,8 +55,8 @@ def check(trainjob: Obj, runtime: Obj) -> list[Diagnostic]:
                 _two_gang_schedulers(facts), _port_replaced(facts),
                 _resources_ignored(trainer, facts))
     found += [hit for hit in hits if hit is not None]
-    for quirks in _PLUGIN_QUIRKS:
-        found.extend(quirks(trainjob, runtime))
+    for _, hook in hooked(Quirks):
+        found.extend(hook.quirks(trainjob, runtime))
     return found
 
 
@@ -89,8 +90,8 @@ def _zero_nodes(trainer: Obj, facts: _Facts) -> Diagnostic | None:
     """§8-B7: numNodes 0 passes the CRD and gives a job with no pods."""
     if trainer.get("numNodes") != 0 or isinstance(trainer["numNodes"], bool):
         return None
-    if facts.launcher_as_node:
-        return None  # upstream gives the node job max(numNodes-1, 1) pods
+    if facts.pods_at_zero_nodes:
+        return None  # e.g. MPI's launcher as a node: upstream gives the node job max(0-1, 1)
     return _warning(
         "TJC-QUIRK-ZERO-NODES",
         "numNodes is 0: the CRD accepts it and upstream gives the node job parallelism and "
@@ -123,20 +124,19 @@ def _resources_ignored(trainer: Obj, facts: _Facts) -> Diagnostic | None:
 
 
 def _two_gang_schedulers(facts: _Facts) -> Diagnostic | None:
-    """§8-B11: nothing stops coscheduling and volcano from being set together."""
-    if not facts.two_gang_schedulers:
+    """§8-B11: nothing stops two podGroupPolicy plugins (coscheduling and volcano) from being
+    set together."""
+    if len(facts.gang_schedulers) < 2:
         return None
+    *first, last = facts.gang_schedulers
     return _warning(
         "TJC-QUIRK-TWO-GANG-SCHEDULERS",
-        "podGroupPolicy sets both coscheduling and volcano: upstream has no check and "
+        f"podGroupPolicy sets both {', '.join(first)} and {last}: upstream has no check and "
         "applies both, creating two PodGroups and labelling the pods for both schedulers; "
         "keep only one", ("spec", "podGroupPolicy"), "runtime")
 
 
 # ----------------------------------------------------------------------------- runtime facts
-
-
-GpuEffect = Callable[[Obj, Obj, int], "str | None"]
 
 
 class _Facts:
@@ -146,15 +146,15 @@ class _Facts:
     def __init__(self, runtime: Obj) -> None:
         self.ml_policy = _dict(get_path(runtime, "spec", "mlPolicy"))
         self.has_ml_policy = isinstance(get_path(runtime, "spec", "mlPolicy"), dict)
-        envs = [p for p in _frameworks(runtime) if p.trainer_envs]
+        envs = _injected_envs(self.ml_policy)
         found = _trainer_container(runtime)
-        self.no_trainer = tuple(_no_trainer_message(p) for p in envs) if found is not None else ()
+        self.no_trainer = tuple(_no_trainer_message(p, e) for p, e in envs) \
+            if found is not None else ()
         self.unnamed_port = _unnamed_port(found) if envs else None
-        mpi = self.ml_policy.get("mpi")
-        self.launcher_as_node = isinstance(mpi, dict) and mpi.get("runLauncherAsNode") is True
-        policy = _dict(get_path(runtime, "spec", "podGroupPolicy"))
-        self.two_gang_schedulers = isinstance(policy.get("coscheduling"), dict) and \
-            isinstance(policy.get("volcano"), dict)
+        self.pods_at_zero_nodes = any(hook.node_pods(policy, 0) > 0 for hook, policy in
+                                      _of_frameworks(NodeCount, self.ml_policy))
+        self.gang_schedulers = _gang_schedulers(
+            _dict(get_path(runtime, "spec", "podGroupPolicy")))
         self.node_resources = _runtime_node_resources(runtime)
 
     @functools.cached_property
@@ -163,7 +163,7 @@ class _Facts:
         return gpu_count(self.node_resources)
 
     @functools.cached_property
-    def gpu_effect(self) -> tuple[GpuEffect, Obj] | None:
+    def gpu_effect(self) -> tuple[Callable[[Obj, Obj, int], str | None], Obj] | None:
         """The first framework that says what counting no GPUs changes, with its policy."""
         return _gpu_effect(self.ml_policy)
 
@@ -180,22 +180,51 @@ def _facts(runtime: Obj) -> _Facts:
     return _Facts(runtime)
 
 
-def _no_trainer_message(plugin: PluginSpec) -> str:
+def _no_trainer_message(plugin: PluginSpec, envs: InjectedEnvs) -> str:
     """§8-B2: without spec.trainer, torch/jax/xgboost inject no env and no port."""
     return (f"the TrainJob has no spec.trainer, so upstream's {plugin.ml_source} plugin "
-            f"injects none of {names_text(plugin.trainer_envs)}{plugin.trainer_envs_note} "
+            f"injects none of {names_text(envs.names)}{envs.note} "
             f"and no port {TRAINER_PORT} into the node container; add `trainer: {{}}` to "
             "spec to get them")
 
 
-def _gpu_effect(ml_policy: Obj) -> tuple[GpuEffect, Obj] | None:
+def _injected_envs(ml_policy: Obj) -> list[tuple[PluginSpec, InjectedEnvs]]:
+    """The frameworks of the runtime that inject envs only with spec.trainer, with them."""
+    found = [(plugin, hook.trainer_envs()) for plugin, hook in hooked(TrainerEnvs)
+             if plugin.ml_source and isinstance(ml_policy.get(plugin.ml_source), dict)]
+    return [(plugin, envs) for plugin, envs in found if envs.names]
+
+
+def _gpu_effect(ml_policy: Obj) -> tuple[Callable[[Obj, Obj, int], str | None], Obj] | None:
     """The first framework of the runtime that says what a GPU count of 0 instead of the
     runtime's changes, with its policy (None: nothing changes)."""
-    for plugin in REGISTRY:
-        policy = ml_policy.get(plugin.ml_source) if plugin.ml_source else None
-        if isinstance(policy, dict) and plugin.gpu_effect is not None:
-            return plugin.gpu_effect, policy
+    for hook, policy in _of_frameworks(GpuEffect, ml_policy):
+        return hook.gpu_effect, policy
     return None
+
+
+H = TypeVar("H")
+
+
+def _of_frameworks(kind: Callable[..., H], ml_policy: Obj) -> list[tuple[H, Obj]]:
+    """The `kind` hooks of the frameworks the runtime's mlPolicy sets, each with its policy,
+    in registry order."""
+    found = []
+    for plugin, hook in hooked(kind):
+        policy = ml_policy.get(plugin.ml_source) if plugin.ml_source else None
+        if isinstance(policy, dict):
+            found.append((hook, policy))
+    return found
+
+
+def _gang_schedulers(pod_group_policy: Obj) -> tuple[str, ...]:
+    """The names of the podGroupPolicy plugins whose policy the runtime sets."""
+    out = []
+    for plugin in registry():
+        head, _, key = plugin.policy.partition(".")
+        if head == "podGroupPolicy" and isinstance(pod_group_policy.get(key), dict):
+            out.append(plugin.name)
+    return tuple(out)
 
 
 def _unnamed_port(found: tuple[Path, Obj] | None) -> tuple[Path, Any] | None:
@@ -210,12 +239,6 @@ def _unnamed_port(found: tuple[Path, Obj] | None) -> tuple[Path, Any] | None:
         if not port.get("name"):
             return (*path, "ports", k), port.get("containerPort")
     return None
-
-
-def _frameworks(runtime: Obj) -> list[PluginSpec]:
-    """The plugins of the mlPolicy frameworks the runtime sets, in registry order."""
-    policy = _dict(get_path(runtime, "spec", "mlPolicy"))
-    return [p for p in REGISTRY if p.ml_source and isinstance(policy.get(p.ml_source), dict)]
 
 
 def _trainer_container(runtime: Obj) -> tuple[Path, Obj] | None:

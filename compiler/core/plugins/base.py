@@ -1,25 +1,26 @@
-"""What a plugin is: a declaration, an activation test, and phase functions that return edits.
+"""What a plugin is: a declaration, an activation test, phase functions that return edits, and
+the hooks it implements.
 
-A plugin module defines one `PLUGIN = PluginSpec(...)` and carries everything about its
-framework. Its `enforce` and `build` functions read the `Context` and return a
-`PluginResult`: edits (applied by `compiler.core.plugins.edits` with upstream's upsert rules),
-extra objects, and diagnostics. Plugins never mutate the context themselves. The facts in
-`requires`/`provides`/`after` order the plugins (`compiler.core.plugins.graph`). Its admission
-rules (`validate`), quirk warnings (`quirks`), reserved env names, the envs it injects and the
-mlPolicy source it stands for are read from the registry by `compiler.validate` and
-`tjc runtimes`, which import no plugin module themselves.
+A plugin module (or package, when large) defines one `PLUGIN = PluginSpec(...)` and carries
+everything about its framework. Its `enforce` and `build` functions read the `Context` and
+return a `PluginResult`: edits (applied by `compiler.core.plugins.edits` with upstream's upsert
+rules), extra objects, and diagnostics. Plugins never mutate the context themselves. The facts
+in `requires`/`provides`/`after` order the plugins (`compiler.core.plugins.graph`). Everything
+else the applications ask of a framework (admission rules, quirk warnings, what it injects,
+launcher knowledge for `tjc run --local`) is a one-method hook (`compiler.core.plugins.hooks`)
+listed in `hooks`, found through the registry by `compiler.core.webhook`, `compiler.validate`,
+`tjc run` and `tjc runtimes`, which import no plugin module themselves.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from compiler.common.diagnostics import Diagnostic
 from compiler.common.jsondata import Obj
 from compiler.core.context import NODE, TRAINER, Context, PodSet
-from compiler.core.plugins.checks import Admission
 
 
 @dataclass(frozen=True)
@@ -122,22 +123,18 @@ class PluginResult:
 
 @dataclass(frozen=True, eq=False)
 class PluginSpec:
-    """A plugin's declaration: name, activation, facts and its phase functions. Two are
-    equal only when they are the same declaration.
+    """A plugin's declaration: name, activation, facts, its phase functions and its hooks. Two
+    are equal only when they are the same declaration.
 
     `active` decides from the runtime alone (its mlPolicy or podGroupPolicy): a prepared
     runtime asks once (`PreparedRuntime.plugins`).
     `enforce` runs in the first phase (upstream's EnforceMLPolicy / EnforcePodGroupPolicy) and
     returns edits; `build` runs once every plugin has enforced (upstream's component builders,
     after the pod counts are final) and returns objects. Both phases follow the graph order.
-
-    For admission and `tjc validate`: `validate` yields the plugin's admission errors for a
-    TrainJob (upstream's plugin `Validate`), `quirks(trainjob, runtime)` its quirk warnings,
-    `reserved_envs` the env names a TrainJob may not set, `trainer_envs` the envs (and port
-    29500) it injects into the trainer `node` container only when the TrainJob has
-    `spec.trainer` (`trainer_envs_note` says what else holds), and `gpu_effect(trainer,
-    policy, gpus)` what counting 0 GPUs instead of `gpus` changes. `ml_source` is the
-    `mlPolicy` key the plugin stands for (`tjc runtimes` lists runtimes by it).
+    `policy` names the runtime policy the plugin stands for (`mlPolicy.<key>`,
+    `podGroupPolicy.<key>`, or words for the plugins that are not one policy's).
+    `hooks` are the objects implementing the plugin's one-method hooks
+    (`compiler.core.plugins.hooks`); a large plugin may take them from several modules.
     """
 
     name: str
@@ -148,13 +145,14 @@ class PluginSpec:
     provides: frozenset[str] = field(default_factory=frozenset)
     after: frozenset[str] = field(default_factory=frozenset)
     policy: str = ""
-    ml_source: str = ""
-    validate: Callable[[Admission], Iterable[Diagnostic]] | None = None
-    quirks: Callable[[Obj, Obj], Iterable[Diagnostic]] | None = None
-    reserved_envs: frozenset[str] = field(default_factory=frozenset)
-    trainer_envs: tuple[str, ...] = ()
-    trainer_envs_note: str = ""
-    gpu_effect: Callable[[Obj, Obj, int], str | None] | None = None
+    hooks: tuple[object, ...] = ()
+
+    @property
+    def ml_source(self) -> str:
+        """The `mlPolicy` key the plugin stands for (`tjc runtimes` lists runtimes by it, the
+        quirk hooks get its policy), or "" when `policy` is not `mlPolicy.<key>`."""
+        head, dot, key = self.policy.partition(".")
+        return key if head == "mlPolicy" and dot and key.isidentifier() else ""
 
 
 def pod_group_policy(ctx: Context, key: str) -> Obj | None:
@@ -187,10 +185,9 @@ def trainer_count(ctx: Context) -> tuple[PodSet | None, int, list[Edit]]:
 def trainer_env_and_port(ctx: Context, envs: Callable[[int], tuple[Obj, ...]]) -> PluginResult:
     """The trainer count from numNodes; then, only when the TrainJob has `spec.trainer` and
     the trainer pod set has a `node` container, `envs(count)` and port 29500 upserted into it
-    (the shape JAX and XGBoost share). A policy view writes neither (the container they would
-    go to is the one just found)."""
+    (the shape JAX and XGBoost share)."""
     ps, count, edits = trainer_count(ctx)
-    if ctx.trainer is None or ps is None or ps.container(NODE) is None or ctx.options.view():
+    if ctx.trainer is None or ps is None or ps.container(NODE) is None:
         return PluginResult(edits=tuple(edits))
     edits.append(UpsertEnv(ps.index, NODE, envs(count)))
     edits.append(UpsertPorts(ps.index, NODE, ({"containerPort": TRAINER_PORT},)))

@@ -1,8 +1,9 @@
 """What a plugin's admission rules and quirk warnings work on, and the helpers they share.
 
-A plugin declares its admission rules (`PluginSpec.validate`, upstream's plugin `Validate`) and
-its quirk warnings (`PluginSpec.quirks`) in its own module; `compiler.core.webhook` and
-`compiler.validate.quirks` run them for every plugin of the registry. An `Admission` is one
+A plugin declares its admission rules (its `CustomValidation` hook, upstream's plugin
+`Validate`) and its quirk warnings (its `Quirks` hook) in its own module
+(`compiler.core.plugins.hooks`); `compiler.core.webhook` and `compiler.validate.quirks` run
+them for every plugin of the registry. An `Admission` is one
 TrainJob validation: the documents (after the structural pass and defaulting) and, built on
 first use, the compile context without any plugin run (upstream's `ValidateObjects` sees the
 runtime info that way). Pure; never mutates the documents.

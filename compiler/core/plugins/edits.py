@@ -43,8 +43,6 @@ def apply_edit(ctx: Context, edit: Edit, plugin: str = "") -> None:
         field, apply = _UPSERTS[type(edit)]
         ps = ctx.pod_sets[edit.pod_set]
         container = _container(ps, edit.container, edit.init)
-        if ctx.options.view():
-            return  # a policy view: the container is checked, its list not written
         landed = apply(container, fast_copy(list(edit.items)))
         written = ps, container, ("initContainers" if edit.init else "containers", field), landed
     elif isinstance(edit, UpsertVolumes):

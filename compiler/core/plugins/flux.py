@@ -60,6 +60,7 @@ from compiler.core.plugins.checks import (
     runtime_policy,
     trainer_of,
 )
+from compiler.core.plugins.hooks import CustomValidation, GpuEffect, Quirks
 from compiler.core.resources import gpu_count, node_resources
 
 INSTALLER = "flux-installer"
@@ -290,6 +291,14 @@ def gpu_effect(trainer: Obj, policy: Obj, gpus: int) -> str | None:
     return "Flux runs without its per-task GPU flag (-g)"
 
 
+class Hooks(CustomValidation, Quirks, GpuEffect):
+    """Flux's hooks: admission, its quirk, the GPU effect."""
+
+    validate = staticmethod(validate)
+    quirks = staticmethod(quirks)
+    gpu_effect = staticmethod(gpu_effect)
+
+
 PLUGIN = PluginSpec(
     name="flux",
     policy="mlPolicy.flux",
@@ -297,10 +306,7 @@ PLUGIN = PluginSpec(
     enforce=enforce,
     build=build,
     provides=frozenset({"volumes", "side-objects"}),
-    ml_source="flux",
-    validate=validate,
-    quirks=quirks,
-    gpu_effect=gpu_effect,
+    hooks=(Hooks(),),
 )
 
 

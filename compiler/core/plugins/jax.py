@@ -26,6 +26,7 @@ from compiler.core.plugins.base import (
     trainer_env_and_port,
 )
 from compiler.core.plugins.checks import as_list, quirk, runtime_policy, trainer_of
+from compiler.core.plugins.hooks import InjectedEnvs, Quirks, TrainerEnvs
 
 ENV_NAMES = ("JAX_NUM_PROCESSES", "JAX_PROCESS_ID", "JAX_COORDINATOR_ADDRESS")
 
@@ -60,13 +61,21 @@ def quirks(trainjob: Obj, runtime: Obj) -> Iterator[Diagnostic]:
                 ("spec", "trainer", "env", i))
 
 
+class Hooks(Quirks, TrainerEnvs):
+    """JAX's hooks: its quirk, the JAX env."""
+
+    quirks = staticmethod(quirks)
+
+    def trainer_envs(self) -> InjectedEnvs:
+        """The JAX_* names."""
+        return InjectedEnvs(ENV_NAMES)
+
+
 PLUGIN = PluginSpec(
     name="jax",
     policy="mlPolicy.jax",
     active=active,
     enforce=enforce,
     provides=frozenset({"pod-counts", "framework-env", "trainer-port"}),
-    ml_source="jax",
-    quirks=quirks,
-    trainer_envs=ENV_NAMES,
+    hooks=(Hooks(),),
 )

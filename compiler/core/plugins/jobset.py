@@ -40,7 +40,7 @@ def build(ctx: Context) -> PluginResult:
     spec = ctx.spec  # the builder runs last and takes the spec over
     jobs = spec.get("replicatedJobs") or []
     _sync_parallel_count(ctx, jobs)
-    for ps in ctx.pod_sets if not ctx.options.view() else ():  # (a view has no ports)
+    for ps in ctx.pod_sets:
         _upsert_back(ctx, ps.index)
     for index, rjob in enumerate(jobs):
         ancestor = (rjob["template"].get("metadata", {}).get("labels") or {}).get(ANCESTOR_LABEL)
@@ -109,8 +109,8 @@ def _initializer(ctx: Context, rjob: Obj, ancestor: str, at: Path) -> None:
     ctx.origins.record((*at, "replicas"), RUN_ONCE)
     key = INITIALIZER_KEYS[ancestor]
     config = (ctx.trainjob.get("spec", {}).get("initializer") or {}).get(key)
-    if not isinstance(config, dict) or ctx.options.view():
-        return  # (a policy view writes no env or envFrom)
+    if not isinstance(config, dict):
+        return
     source: Path = ("spec", "initializer", key)
     for k, container in _containers(rjob):
         if container.get("name") != ancestor:
@@ -147,8 +147,6 @@ def _trainer(ctx: Context, rjob: Obj, ancestor: str | None, at: Path) -> None:
         for k, container in _containers(rjob):
             if container.get("name") == NODE and trainer is not None:
                 _trainer_overrides(ctx, container, trainer, (*at, *POD_SPEC, "containers", k))
-    if ctx.options.view():
-        return  # a policy view writes no env
     launcher_as_node = ml_policy_has(ctx, "mpi") and \
         (ctx.ml_policy or {})["mpi"].get("runLauncherAsNode") is True
     if ancestor == TRAINER or (launcher_as_node and rjob.get("name") == NODE):

@@ -26,8 +26,7 @@ def enforce(ctx: Context) -> PluginResult:
     """Set the trainer count from numNodes and upsert trainer.env into container `node`."""
     trainer = ctx.trainer
     ps, _, edits = trainer_count(ctx)
-    if trainer is not None and ps is not None and ps.container(NODE) is not None \
-            and not ctx.options.view():  # (a policy view writes no env)
+    if trainer is not None and ps is not None and ps.container(NODE) is not None:
         edits.append(UpsertEnv(ps.index, NODE, tuple(env_vars(trainer.get("env")))))
     return PluginResult(edits=tuple(edits))
 

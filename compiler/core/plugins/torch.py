@@ -8,7 +8,8 @@ the runtime's immutable overrides appended to the command; then port 29500. `env
 targets get the PET and master envs even without `spec.trainer`.
 
 Admission (upstream's torch `Validate`): envInjection targets exist, the PET_* names are
-reserved, and TorchTune's model, node count, QLoRA and immutable-config rules.
+reserved, and TorchTune's model, node count, QLoRA and immutable-config rules. For
+`tjc run --local`, `torchrun` runs the given interpreter's `torch.distributed.run`.
 """
 
 from __future__ import annotations
@@ -45,6 +46,16 @@ from compiler.core.plugins.checks import (
     reserved_envs,
     strings,
 )
+from compiler.core.plugins.hooks import (
+    CustomValidation,
+    GpuEffect,
+    InjectedEnvs,
+    Launcher,
+    LaunchSite,
+    LocalLaunch,
+    TrainerEnvs,
+    python_script,
+)
 from compiler.core.resources import cpu_count, gpu_count, int32, node_resources
 from compiler.core.upsert import env_vars
 
@@ -76,13 +87,10 @@ def num_proc_per_node(ctx: Context) -> tuple[int | str, int]:
 
 
 def enforce(ctx: Context) -> PluginResult:
-    """Counts, PET envs, master address or TorchTune command, port, envInjection. A policy
-    view writes no env or port (`_view_enforce`)."""
+    """Counts, PET envs, master address or TorchTune command, port, envInjection."""
     trainer = ctx.trainer
     ps, count, edits = trainer_count(ctx)
     trained = trainer is not None and ps is not None and ps.container(NODE) is not None
-    if ctx.options.view():
-        return _view_enforce(ctx, count, edits, trained)
     npp, gpus = num_proc_per_node(ctx)
     pet = _pet_envs(count, npp)
     master = ({"name": "PET_MASTER_ADDR", "value": node_zero_host(ctx)},
@@ -96,17 +104,6 @@ def enforce(ctx: Context) -> PluginResult:
             edits.append(_tune_edit(ctx, count, npp, gpus))
         edits.append(UpsertPorts(ps.index, NODE, ({"containerPort": TRAINER_PORT},)))
     edits.extend(_env_injection(ctx, pet + master))
-    return PluginResult(edits=tuple(edits))
-
-
-def _view_enforce(ctx: Context, count: int, edits: list[Edit], trained: bool) -> PluginResult:
-    """`enforce` for a policy view: the count, the TorchTune command and envInjection's
-    target checks. The env and port edits are left out: their container is the one `trained`
-    found, so they would check nothing more."""
-    if trained and (ctx.trainer or {}).get("command") == TUNE_ENTRYPOINT:
-        npp, gpus = num_proc_per_node(ctx)
-        edits.append(_tune_edit(ctx, count, npp, gpus))
-    edits.extend(_env_injection(ctx, ()))
     return PluginResult(edits=tuple(edits))
 
 
@@ -305,16 +302,27 @@ def gpu_effect(trainer: Obj, policy: Obj, gpus: int) -> str | None:
     return None
 
 
+class Hooks(CustomValidation, GpuEffect, TrainerEnvs, LocalLaunch):
+    """Torch's hooks: admission, the GPU effect, the PET env, `torchrun` for local runs."""
+
+    validate = staticmethod(validate)
+    gpu_effect = staticmethod(gpu_effect)
+
+    def trainer_envs(self) -> InjectedEnvs:
+        """The PET_* names; envInjection targets get them regardless."""
+        return InjectedEnvs(ENV_NAMES, " (envInjection targets still get them)")
+
+    def local_launch(self, site: LaunchSite) -> Launcher:
+        """`torchrun` is the interpreter's `torch.distributed.run`."""
+        return Launcher(programs={"torchrun": python_script(site.python, "-m",
+                                                            "torch.distributed.run")})
+
+
 PLUGIN = PluginSpec(
     name="torch",
     policy="mlPolicy.torch",
     active=active,
     enforce=enforce,
     provides=frozenset({"pod-counts", "trainer-env", "framework-env", "trainer-port"}),
-    ml_source="torch",
-    validate=validate,
-    reserved_envs=RESERVED_ENVS,
-    trainer_envs=ENV_NAMES,
-    trainer_envs_note=" (envInjection targets still get them)",
-    gpu_effect=gpu_effect,
+    hooks=(Hooks(),),
 )

@@ -25,6 +25,7 @@ from compiler.core.plugins.base import (
     pod_group_policy,
 )
 from compiler.core.plugins.checks import Admission, annotation_source
+from compiler.core.plugins.hooks import CustomValidation
 from compiler.core.resources import pod_group_totals
 
 GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
@@ -72,6 +73,12 @@ def validate(job: Admission) -> Iterator[Diagnostic]:
                 f"{QUEUE_ANNOTATION} annotation", path, subject=subject)
 
 
+class Hooks(CustomValidation):
+    """Volcano's hook: admission."""
+
+    validate = staticmethod(validate)
+
+
 PLUGIN = PluginSpec(
     name="volcano",
     policy="podGroupPolicy.volcano",
@@ -80,5 +87,5 @@ PLUGIN = PluginSpec(
     build=build,
     requires=frozenset({"pod-counts"}),
     provides=frozenset({"pod-scheduling-metadata", "side-objects"}),
-    validate=validate,
+    hooks=(Hooks(),),
 )

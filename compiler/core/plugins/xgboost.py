@@ -26,6 +26,7 @@ from compiler.core.plugins.base import (
     trainer_env_and_port,
 )
 from compiler.core.plugins.checks import TRAINER_ENV, Admission, as_list
+from compiler.core.plugins.hooks import CustomValidation, GpuEffect, InjectedEnvs, TrainerEnvs
 from compiler.core.resources import gpu_count, int32, node_resources
 
 ENV_NAMES = ("DMLC_TRACKER_URI", "DMLC_TRACKER_PORT", "DMLC_TASK_ID", "DMLC_NUM_WORKER")
@@ -67,15 +68,22 @@ def gpu_effect(trainer: Obj, policy: Obj, gpus: int) -> str | None:
         else None
 
 
+class Hooks(CustomValidation, GpuEffect, TrainerEnvs):
+    """XGBoost's hooks: admission, the GPU effect, the DMLC env."""
+
+    validate = staticmethod(validate)
+    gpu_effect = staticmethod(gpu_effect)
+
+    def trainer_envs(self) -> InjectedEnvs:
+        """The DMLC_* names."""
+        return InjectedEnvs(ENV_NAMES)
+
+
 PLUGIN = PluginSpec(
     name="xgboost",
     policy="mlPolicy.xgboost",
     active=active,
     enforce=enforce,
     provides=frozenset({"pod-counts", "framework-env", "trainer-port"}),
-    ml_source="xgboost",
-    validate=validate,
-    reserved_envs=frozenset(ENV_NAMES),
-    trainer_envs=ENV_NAMES,
-    gpu_effect=gpu_effect,
+    hooks=(Hooks(),),
 )

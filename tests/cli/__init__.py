@@ -1,0 +1,1 @@
+"""CLI acceptance tests: render, runtimes, explain, --output-dir, workers (-j), start-up."""

@@ -1,0 +1,1 @@
+"""Tests of `tjc controller` without a cluster, and of the deployment manifests."""

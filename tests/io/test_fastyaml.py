@@ -1,0 +1,188 @@
+"""The loader's native fast path builds exactly what the plain loader builds, or gives up;
+its position tables are those the loader's walk of PyYAML's nodes makes.
+
+The reference is the loader's full path (`yamlread.PlainLoader`, PyYAML's libyaml parser with
+kubectl's scalar rules). The fast path must build the same values with the same types and key
+order, never accept a text the full path refuses, and give up (`Fallback`) on what it does
+not cover, after which the loader's documents and diagnostics equal the full path's.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bench.corpus import stream as corpus_stream
+from compiler.common.diagnostics import Diagnostic
+from compiler.io import fastload, loader, yamlread
+from compiler.io.loadlimits import MAX_NODES
+from tests import goldenfile
+from tests.fuzz.strategies import FRAGMENTS
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.skipif(
+    not fastload.available() and os.environ.get("CI") != "true",
+    reason="the native fast path is not built (make setup builds it)")
+
+# Plain scalars whose kubectl values differ from YAML 1.2's or PyYAML's own.
+TRICKY = ["0777", "08", "0x1F", "0o17", "0b101", "1_000", "1e9", "1E3", "-1.5e-3", ".5",
+          "yes", "No", "on", "OFF", "y", "n", "~", "null", "NULL", "true", "False", "", "-",
+          "2001-12-14", "12:30:45", "1:20", "+1", "-0", "9223372036854775808",
+          "18446744073709551616", ".inf", "-.Inf", ".nan", "<<", "=", "3.", "0.", "é", "a b"]
+
+
+def _typed(value: Any) -> Any:
+    """`value` with every type spelled out and key order kept (1 != True != 1.0 here)."""
+    if isinstance(value, dict):
+        return ("dict", [(_typed(k), _typed(v)) for k, v in value.items()])
+    if isinstance(value, list):
+        return ("list", [_typed(item) for item in value])
+    return (type(value).__name__, repr(value))
+
+
+def _full(text: str) -> Any:
+    try:
+        return _typed(list(yaml.load_all(text, Loader=yamlread.PlainLoader)))
+    except yaml.YAMLError:
+        return "error"
+
+
+def _fast(text: str) -> Any:
+    documents = fastload.stream(text, yamlread.FAST_PLAIN)
+    assert documents is not None
+    try:
+        return _typed(list(documents))
+    except fastload.Fallback:
+        return "fallback"
+
+
+def _positions(text: str, native: bool) -> Any:
+    """The position tables the loader makes of `text`, with or without the fast path."""
+    saved = fastload._NATIVE
+    fastload._NATIVE = saved if native else None
+    try:
+        return list(loader._compose_positions(text))
+    finally:
+        fastload._NATIVE = saved
+
+
+def _fast_positions(text: str) -> Any:
+    tables = fastload.positions(text, loader._POSITION_DEPTH, MAX_NODES)
+    assert tables is not None
+    try:
+        return list(tables)
+    except fastload.Fallback:
+        return "fallback"
+
+
+def _agree(text: str) -> Any:
+    """The fast result, after checking it against the full path's."""
+    fast, full = _fast(text), _full(text)
+    if fast != "fallback":
+        assert full != "error", f"the fast path accepted what the full path refuses: {text!r}"
+        assert fast == full, text
+    without = _positions(text, False)
+    assert _positions(text, True) == without, text
+    tables = _fast_positions(text)
+    assert tables == "fallback" or tables == without, text
+    return fast
+
+
+def test_position_tables_on_every_golden_input() -> None:
+    texts = [text for path in goldenfile.cases()
+             for name, text in goldenfile.parse(path).inputs.items()
+             if name.endswith((".yaml", ".yml", ".json"))]
+    made = [_fast_positions(text) for text in texts]
+    assert sum(tables != "fallback" for tables in made) > 0.8 * len(texts)
+    for text, tables in zip(texts, made, strict=True):
+        assert tables in ("fallback", _positions(text, False)), text
+
+
+def test_ci_builds_the_fast_path() -> None:
+    assert fastload.available(), "make setup builds build/yaml/_fastyaml.abi3.so"
+
+
+@pytest.mark.parametrize("scalar", TRICKY)
+@pytest.mark.parametrize("quote", ["", "'", '"'])
+def test_scalars_as_values_and_keys(scalar: str, quote: str) -> None:
+    q = f"{quote}{scalar}{quote}"
+    for text in (f"v: {q}\n", f"{q}: v\n", f"- {q}\n- [{q}, {{k: {q}}}]\n"):
+        _agree(text)
+
+
+def test_the_corpus_runtimes_and_examples_take_the_fast_path() -> None:
+    texts = ["".join(corpus_stream(50))]
+    for folder in ("compiler/runtimes", "examples"):
+        texts += [p.read_text() for p in sorted((ROOT / folder).rglob("*.y*ml"))
+                  if "templates" not in p.parts]  # Helm's templates are not YAML yet
+    assert len(texts) > 20
+    assert [_agree(text) != "fallback" for text in texts] == [True] * len(texts)
+
+
+def test_every_golden_input_and_output_agrees() -> None:
+    texts = [text for path in goldenfile.cases() for case in [goldenfile.parse(path)]
+             for name, text in (*case.inputs.items(), *case.wants.items())
+             if name.endswith((".yaml", ".yml", ".json"))]
+    built = [_agree(text) != "fallback" for text in texts]
+    assert len(built) > 300 and sum(built) > 0.8 * len(built)
+
+
+@pytest.mark.parametrize("text", [
+    "a: !!str 1\n", "a: &x 1\nb: *x\n", "a: &x {b: 1}\n", "? [a]\n: 1\n", "1: one\n",
+    "true: x\n", "a: 1\na: 2\n", "a: .inf\n", "a: [1, 2\n", "a: 'x\n", "- a\nb: c\n",
+    "a: 1\n---\nb: [\n", "a:\n  b: 1\n   c: 2\n", "%TAG !e! tag:e.com,2000:\n--- !e!x {a: 1}\n",
+    "a: !!binary aGk=\n", "a: !!timestamp 2001-12-14\n", "a:\x07b\n",
+    "a: {<<: {x: 1}, y: 2}\n", "<<: [{a: 1}]\n",
+])
+def test_what_the_fast_path_leaves_to_the_full_path(text: str) -> None:
+    assert _agree(text) == "fallback"
+
+
+def _documents(text: str, native: bool, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    with monkeypatch.context() as patch:
+        if not native:
+            patch.setattr(fastload, "_NATIVE", None)
+        source = loader.Source("in.yaml", text)
+        return [repr(d) if isinstance(d, Diagnostic) else
+                (d.index, d.base, _typed(d.data)) for d in loader.iter_source(source)]
+
+
+@pytest.mark.parametrize("text", [
+    "kind: A\n---\nkind: B\nx: !!str 1\n---\nkind: C\n",  # gives up in the second document
+    "kind: A\n---\nkind: B\nx: [\n---\nkind: C\n",  # a syntax error after a good document
+    "kind: A\n---\nkind: B\nx: 1\nx: 2\n",  # a duplicate key in the second
+    "kind: A\n---\n- 1\n---\nkind: C\nv: .nan\n",
+    "apiVersion: v1\nkind: List\nitems: [{a: 1}, 2]\n",
+    "---\n---\nkind: A\n...\n", "", "# only a comment\n",
+])
+def test_loader_documents_and_diagnostics_equal_the_full_paths(
+        text: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _documents(text, True, monkeypatch) == _documents(text, False, monkeypatch)
+
+
+def _lines(draw: Any) -> Iterator[str]:
+    for _ in range(draw(st.integers(1, 8))):
+        indent = " " * draw(st.sampled_from([0, 0, 2, 4, 1]))
+        key = draw(st.sampled_from(["a", "b", "kind", "'q'", '"d"', "1", "x y", "<<", "-"]))
+        value = draw(st.sampled_from(TRICKY) | st.text("ab01.-_:e '\"[]{},#&*!|>", max_size=6))
+        yield draw(st.sampled_from([f"{indent}{key}: {value}", f"{indent}- {value}",
+                                    f"{indent}{key}:", "---", f"{indent}[{value}, {key}]"]))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.data())
+def test_generated_texts_agree_with_the_full_path(data: st.DataObject) -> None:
+    _agree("\n".join(_lines(data.draw)) + "\n")
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(st.sampled_from(FRAGMENTS) | st.sampled_from(TRICKY), max_size=40))
+def test_token_soup_agrees_with_the_full_path(fragments: list[str]) -> None:
+    _agree("".join(fragments))

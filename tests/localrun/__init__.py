@@ -1,0 +1,1 @@
+"""Tests of `tjc run --local`, with and without real training."""

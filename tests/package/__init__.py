@@ -1,0 +1,1 @@
+"""The package as users install it: the wheel, and the pre-commit hook."""

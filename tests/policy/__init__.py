@@ -1,0 +1,1 @@
+"""Tests of the CUE policy packs and the policy engine."""

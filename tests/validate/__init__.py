@@ -1,0 +1,1 @@
+"""Tests of `tjc validate`: CLI and reports, upstream's webhook rules and quirks, one verdict."""
