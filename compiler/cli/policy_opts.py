@@ -135,6 +135,7 @@ def require_engine(load: bool) -> None:
     `load=True` starts it."""
     from compiler.policy import cuelib, cueproc
 
+    cueproc.limits()  # a limit that is no amount is a usage error, whether CUE runs or not
     try:
         cueproc.start() if load else cuelib.present()
     except cuelib.EngineMissing as exc:

@@ -69,14 +69,14 @@ def skipped_by(rule_id: str, skips: Collection[str]) -> bool:
 
 
 class PolicySet:
-    """Loaded packs, the run's skips, and the memo of CUE's evaluations; `native=False`
+    """Loaded packs, the run's skips, and the memo of CUE's evaluations; `plans=False`
     evaluates every rule with CUE, compiled or not (`tjc policies test` compares the two)."""
 
     def __init__(self, packs: Sequence[Pack], skip: Iterable[str] = (),
                  settings: Obj | None = None, exemptions: ex.Exemptions | None = None,
-                 today: datetime.date | None = None, native: bool = True) -> None:
+                 today: datetime.date | None = None, plans: bool = True) -> None:
         self.packs = list(packs)
-        self.native = native
+        self.plans = plans
         self.skip = frozenset(skip)
         self.settings = settings or {}
         self.exemptions = exemptions or ex.Exemptions()
@@ -126,7 +126,7 @@ class PolicySet:
         """One pack's violations, rule by rule in the pack's order: the plan's where it
         decides, CUE's for the rest."""
         decided = pack.plan.run(full, [r.id for r in rules if r.id in pack.plan.compiled]) \
-            if self.native else {}
+            if self.plans else {}
         left = [r for r in rules if decided.get(r.id) is None]
         by_cue = self._evaluate(pack, left, prune(full, pack.reads)) if left else ()
         if not decided:

@@ -88,7 +88,7 @@ def run_case(case: Case, files: Sequence[Path]) -> Outcome:
     if case.rule not in {r for p in packs for r in p.rules}:
         return Outcome(case, False, f"no loaded pack defines rule {case.rule}")
     found = _diagnostics(case, PolicySet(packs, settings=settings, exemptions=exemptions,
-                                         native=False))
+                                         plans=False))
     if any(p.plan.compiled for p in packs):
         planned = _diagnostics(case, PolicySet(packs, settings=settings, exemptions=exemptions))
         if planned != found:

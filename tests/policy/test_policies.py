@@ -393,7 +393,7 @@ def test_jobsets_equal_where_packs_look_are_evaluated_once() -> None:
 
     runtime = prepare_runtime(next(d.data for d in builtin_runtimes()
                                    if d.data["metadata"]["name"] == "torch-distributed"))
-    policies = PolicySet(Loader().load_all(pack_files([], builtin=True)), native=False)
+    policies = PolicySet(Loader().load_all(pack_files([], builtin=True)), plans=False)
     for i in range(5):
         job = yaml.safe_load(TRAINJOB.format(annotations="").replace("name: job",
                                                                         f"name: job-{i}"))

@@ -30,9 +30,9 @@ _POLICIES: list[PolicySet] = []
 def _builtin() -> PolicySet:
     if not _POLICIES:
         # CUE itself (the compiled plans of the built-in rules are checked against it in
-        # test_native_plans): a pack's bug must show here
+        # tests/policy/test_compiled_plans.py): a pack's bug must show here
         _POLICIES.append(PolicySet(Loader().load_all(pack_files([], builtin=True)),
-                                   native=False))
+                                   plans=False))
     return _POLICIES[0]
 
 

@@ -104,7 +104,7 @@ def _jobsets(n: int) -> list[tuple[Obj, Obj]]:
 def test_plans_give_what_cue_gives(settings: Obj) -> None:
     packs = Loader(settings).load_all(pack_files([], builtin=True))
     assert all(p.plan.compiled == set(p.rules) for p in packs)
-    cue, planned = (PolicySet(packs, settings=settings, native=flag) for flag in (False, True))
+    cue, planned = (PolicySet(packs, settings=settings, plans=flag) for flag in (False, True))
     jobsets = _jobsets(150)
     big = copy.deepcopy(jobsets[0])
     big[0]["spec"]["replicatedJobs"] = [dict(big[0]["spec"]["replicatedJobs"][0], name=f"r{i}")
@@ -169,7 +169,7 @@ def test_a_plan_hands_odd_shapes_to_cue() -> None:
 def test_plans_give_what_cue_gives_with_rules_skipped(skip: list[str]) -> None:
     settings = SETTINGS[1]
     packs = Loader(settings).load_all(pack_files([], builtin=True))
-    cue, planned = (PolicySet(packs, skip, settings=settings, native=flag)
+    cue, planned = (PolicySet(packs, skip, settings=settings, plans=flag)
                     for flag in (False, True))
     for jobset, job in _jobsets(20):
         assert _found(planned, "JobSet", jobset, job) == _found(cue, "JobSet", jobset, job)

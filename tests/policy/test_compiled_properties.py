@@ -22,7 +22,7 @@ from compiler.policy.engine import PolicySet
 from compiler.policy.packs import Loader, Pack, pack_files
 from compiler.policy.views import policy_input
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PACKS = [ROOT / "bench" / "packs", ROOT / "tests" / "data" / "packs"]
 ANCESTOR = "trainer.kubeflow.org/trainjob-ancestor-step"
 SETTINGS: list[Obj] = [{}, {"images": {"allowedRegistries": ["ghcr.io", "docker.io/library"]},
@@ -135,7 +135,7 @@ def _found(policies: PolicySet, kind: str, obj: Obj, trainjob: Obj | None) -> li
 def test_plans_give_what_cue_gives(which: int, doc: tuple[str, Obj, Obj | None]) -> None:
     packs = PACK_SETS[which]
     kind, obj, trainjob = doc
-    by_cue = PolicySet(packs, settings=SETTINGS[which], native=False)
+    by_cue = PolicySet(packs, settings=SETTINGS[which], plans=False)
     by_plans = PolicySet(packs, settings=SETTINGS[which])
     assert _found(by_plans, kind, obj, trainjob) == _found(by_cue, kind, obj, trainjob)
 
