@@ -12,12 +12,14 @@ Nothing here knows about policies."""
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import ctypes
 
 LIBRARY_ENV = "TJC_LIBCUE"
 BUILD_DIR = Path(__file__).resolve().parents[2] / "build" / "cue"
@@ -26,7 +28,6 @@ INSTALL_HINT = "reinstall trainjob-compiler with Go installed (building the pack
                "compiles the CUE evaluator into it; `make setup` in a checkout), point " \
                "TJC_LIBCUE at a built libtjccue.so, or pass --no-default-policies"
 
-_Handle = ctypes.c_size_t
 
 
 class EngineMissing(RuntimeError):
@@ -74,7 +75,9 @@ _LIB: ctypes.CDLL | None = None
 
 
 def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
-    h, ph = _Handle, ctypes.POINTER(_Handle)
+    import ctypes
+
+    h, ph = ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t)
     buf, size = ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_size_t)
     signatures: dict[str, tuple[Any, list[Any]]] = {
         "cue_newctx": (h, []),
@@ -114,6 +117,8 @@ def load() -> ctypes.CDLL:
             raise EngineMissing(f"the CUE evaluator is not installed ({path.name} not found); "
                                 f"{INSTALL_HINT}")
         try:
+            import ctypes  # here: a run whose plans decide everything never loads it
+
             _LIB = _declare(ctypes.CDLL(str(path)))
         except (OSError, AttributeError) as exc:
             raise EngineMissing(f"cannot load the CUE evaluator {path.name}: {exc}; "
@@ -123,6 +128,8 @@ def load() -> ctypes.CDLL:
 
 def _take_bytes(fill: Any) -> bytes:
     """Call `fill(out, size)` and return the C buffer it wrote, freeing it."""
+    import ctypes
+
     lib, out, size = load(), ctypes.c_void_p(), ctypes.c_size_t()
     err = fill(ctypes.byref(out), ctypes.byref(size))
     if err:
@@ -134,6 +141,8 @@ def _take_bytes(fill: Any) -> bytes:
 
 
 def _error(handle: int) -> CueError:
+    import ctypes
+
     lib, out, size = load(), ctypes.c_void_p(), ctypes.c_size_t()
     lib.cue_error_json(handle, ctypes.byref(out), ctypes.byref(size))
     raw = json.loads(ctypes.string_at(out, size.value) or b"null") or []
@@ -178,7 +187,9 @@ class Value:
             self.handle = 0
 
     def _made(self, call: Any, *args: Any) -> Value:
-        out = _Handle()
+        import ctypes
+
+        out = ctypes.c_size_t()
         err = call(self.handle, *args, ctypes.byref(out))
         if err:
             raise _error(err)
@@ -233,7 +244,9 @@ class Context:
     def compile(self, source: str | bytes, filename: str | None = None) -> Value:
         """Compile CUE source (standard library imports allowed); `CueError` with positions."""
         raw = source.encode() if isinstance(source, str) else source
-        out = _Handle()
+        import ctypes
+
+        out = ctypes.c_size_t()
         err = load().cue_compile_bytes(self.handle, raw, len(raw),
                                        filename.encode() if filename else None, ctypes.byref(out))
         if err:
