@@ -15,9 +15,10 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from compiler.common.diagnostics import Diagnostic, Severity, error, refused
-from compiler.common.jsondata import Obj, copy_json, non_string_key
+from compiler.common.diagnostics import Diagnostic, Path, Severity, error, refused
+from compiler.common.jsondata import Obj, copy_json, get_path, non_string_key
 from compiler.core import webhook
+from compiler.core.context import may_take_resources
 from compiler.core.resolve import RUNTIME_KINDS
 from compiler.kube import admitwalk, cel, objectmeta, podresources, structural
 from compiler.kube.defaults import default_in_place
@@ -67,8 +68,40 @@ def check_object(kind: str, doc: Mapping[str, Any], old: Mapping[str, Any] | Non
     diagnostics += [d for d in found if (d.rule, d.path) not in seen]
     diagnostics += cel.validate(kind, data, old_data)
     diagnostics += objectmeta.validate(kind, data)
-    diagnostics += podresources.validate(data)  # amounts the Pods would be refused for
+    diagnostics += pod_amounts(kind, data)  # amounts the Pods would be refused for
     return data, diagnostics
+
+
+_PER_NODE: Path = ("spec", "trainer", "resourcesPerNode")
+_JOBS: Path = ("spec", "template", "spec", "replicatedJobs")
+_CONTAINERS: Path = ("template", "spec", "template", "spec", "containers")
+
+
+def pod_amounts(kind: str, data: Obj) -> list[Diagnostic]:
+    """`podresources.validate`: amounts the Pods would be refused for, at the object, but
+    those of a TrainJob's resourcesPerNode and those it may replace: they reach a Pod only
+    through upstream's merge, so the compile judges them (`compiler.core.podrefusals`). A
+    TrainJob's own are left out; a runtime's in the container the merge may replace
+    (`context.may_take_resources`) are warnings."""
+    found = podresources.validate(data)
+    if kind == "TrainJob":
+        return [d for d in found if d.path[:3] != _PER_NODE]
+    if kind not in RUNTIME_KINDS or not found:
+        return found
+    ml_policy = get_path(data, "spec", "mlPolicy")
+    return [_replaceable(d) if _in_node_container(d.path, data, ml_policy) else d
+            for d in found]
+
+
+def _in_node_container(path: Path, data: Obj, ml_policy: Any) -> bool:
+    return len(path) == 14 and path[:4] == _JOBS and path[5:10] == _CONTAINERS and \
+        path[11] == "resources" and \
+        may_take_resources(ml_policy, get_path(data, *path[:9]), path[10])
+
+
+def _replaceable(d: Diagnostic) -> Diagnostic:
+    return replace(d, severity=Severity.WARNING,
+                   message=f"{d.message} unless the TrainJob's resourcesPerNode sets {d.path[-1]}")
 
 
 def well_typed(data: Obj, diagnostics: list[Diagnostic]) -> Obj:

@@ -50,7 +50,8 @@ TRAINER_CONTROLLER = "trainer.kubeflow.org/trainjob-controller"
 
 @dataclass(frozen=True)
 class CompileResult:
-    """The objects created for one TrainJob (empty on error) and every diagnostic."""
+    """The objects created for one TrainJob (empty on error, but for errors about the Pods
+    only, subject `pods`: the cluster takes those objects) and every diagnostic."""
 
     objects: tuple[Obj, ...]
     diagnostics: tuple[Diagnostic, ...]
@@ -185,8 +186,8 @@ def compile_defaulted(tj: Obj, prepared: PreparedRuntime, *, options: CompileOpt
     except TjcError as exc:
         return CompileResult((), tuple(with_object([*notes, exc.diagnostic], ref)))
     diagnostics = notes + diagnostics
-    if has_errors(diagnostics):
-        objects = []
+    if any(d.severity is Severity.ERROR and d.subject != "pods" for d in diagnostics):
+        objects = []  # (the cluster takes the objects and refuses only the Pods: kept)
     return CompileResult(tuple(objects), tuple(with_object(diagnostics, ref)),
                          tuple(p.name for p in plugins),
                          ctx.origins if ctx.origins.enabled else None)
@@ -205,7 +206,8 @@ def _compile(tj: Obj, prepared: PreparedRuntime, options: CompileOptions, refuse
     objects, diagnostics = _run_plugins(ctx, plugins)
     if refuse and not has_errors(diagnostics):  # what the cluster could never run, or whose
         refusal = limits.check(objects)         # Jobs and Pods it would refuse: on every path
-        diagnostics += [refusal] if refusal is not None else podrefusals.check(objects, tj)
+        diagnostics += [refusal] if refusal is not None else \
+            podrefusals.check(objects, tj, ctx.ml_policy)
     return ctx, plugins, objects, diagnostics
 
 

@@ -389,7 +389,7 @@ def _pod_set(index: int, rjob: Obj, trainjob: Obj, ml_policy: Any, origins: Reco
         count = (ml_policy or {}).get("numNodes", 1)
         count_origin = POLICY_COUNT if "numNodes" in (ml_policy or {}) else POLICY_COUNT_UNSET
     resources = (trainjob.get("spec", {}).get("trainer") or {}).get("resourcesPerNode")
-    if isinstance(resources, dict) and _takes_resources(rjob, ancestor, ml_policy):
+    if isinstance(resources, dict) and takes_resources(rjob, ancestor, ml_policy):
         at = _merge_node_resources(pod_spec, resources)
         if at is not None and origins.enabled:
             _record_resources(origins, (*root, "spec", "replicatedJobs", index, *POD_SPEC,
@@ -408,7 +408,10 @@ def _record_resources(origins: Recorder, path: Path, resources: Obj) -> None:
                                                       "trainjob", source))
 
 
-def _takes_resources(rjob: Obj, ancestor: str | None, ml_policy: Any) -> bool:
+def takes_resources(rjob: Obj, ancestor: str | None, ml_policy: Any) -> bool:
+    """Whether upstream merges a TrainJob's resourcesPerNode into this replicated job (§2.5):
+    the trainer job of a runtime with an mlPolicy, or MPI's `node` job when the launcher
+    runs as a node."""
     if not isinstance(ml_policy, dict):
         return False
     if ancestor == TRAINER:
@@ -447,9 +450,9 @@ def _flat(resources: Obj) -> bool:
 def _merge_node_resources(pod_spec: Obj, override: Obj) -> int | None:
     """Per-key overlay of limits/requests on the first `node` container; claims dropped.
     Returns the index of that container (None when there is none)."""
-    for index, container in enumerate(pod_spec.get("containers") or []):
-        if container.get("name") != NODE:
-            continue
+    index = node_container(pod_spec)
+    if index is not None:
+        container = pod_spec["containers"][index]
         base = container.get("resources") or {}
         canonical = _canonical_resources(override)
         merged: Obj = {}
@@ -458,5 +461,21 @@ def _merge_node_resources(pod_spec: Obj, override: Obj) -> int | None:
             if values:
                 merged[key] = values
         container["resources"] = merged
-        return index
+    return index
+
+
+def node_container(pod_spec: Any) -> int | None:
+    """The index of the pod spec's first container named `node` (containers only): the one
+    a TrainJob's resourcesPerNode is merged into (§2.5), None when there is none."""
+    containers = pod_spec.get("containers") if isinstance(pod_spec, dict) else None
+    for index, container in enumerate(containers if isinstance(containers, list) else []):
+        if isinstance(container, dict) and container.get("name") == NODE:
+            return index
     return None
+
+
+def may_take_resources(ml_policy: Any, pod_spec: Any, index: Any) -> bool:
+    """Whether a TrainJob's resourcesPerNode may replace the amounts of container `index` of
+    a runtime's pod spec: its first `node` container, in a runtime with an mlPolicy. The job
+    is not asked: a TrainJob's runtime patch can give any replicated job the trainer label."""
+    return isinstance(ml_policy, dict) and index == node_container(pod_spec)

@@ -6,11 +6,17 @@ JobSet the compile made (the runtime template, the patches, the TrainJob's train
 the plugins' additions together): an image missing when the TrainJob gives none, requests above
 limits once `resourcesPerNode` replaced the trainer's resources, a mount of a volume no one
 added, an Indexed Job without completions. Every rule of `compiler.kube.podspec.check` runs
-(`Scope.PODS`); amounts below 0 and fractional extended resources stay
-`compiler.kube.podresources`'. Each error is about the TrainJob, at the field that set the
-value where one did (`spec.trainer.image`, `resourcesPerNode`, `env`, `numNodes`), else at
-`spec.runtimeRef` (the runtime and the patches), its message naming the JobSet field. Called
-by the compile for every JobSet it makes, like `compiler.core.limits`; pure.
+(`Scope.PODS`). Each error is about the TrainJob, at the field that set the value where one
+did (`spec.trainer.image`, `resourcesPerNode`, `env`, `numNodes`), else at `spec.runtimeRef`
+(the runtime and the patches), its message naming the JobSet field.
+
+Amounts below 0 and fractional extended resources (`TJC-RESOURCE-*`, subject `pods`: the
+objects are kept) are `compiler.kube.podresources`' where they are written, but for those a
+TrainJob's resourcesPerNode sets or may replace: they reach a Pod only where upstream merges
+resourcesPerNode (a runtime with an mlPolicy, its trainer job's first `node` container), so
+they are judged here, in the container they end in (`context.may_take_resources`; admission
+leaves them out). Called by the compile for every JobSet it makes, like
+`compiler.core.limits`; pure.
 """
 
 from __future__ import annotations
@@ -19,7 +25,14 @@ from typing import Any
 
 from compiler.common.diagnostics import Diagnostic, Path, error, format_path
 from compiler.common.jsondata import Obj, get_path
-from compiler.core.context import ANCESTOR_LABEL, NODE, TRAINER
+from compiler.core.context import (
+    ANCESTOR_LABEL,
+    NODE,
+    TRAINER,
+    may_take_resources,
+    takes_resources,
+)
+from compiler.kube.podresources import amount_problem
 from compiler.kube.podspec.base import Problem, Scope, dicts
 from compiler.kube.podspec.check import job_problems
 from compiler.kube.podspec.refusals import kept
@@ -28,8 +41,10 @@ _CONTAINER: Path = ("template", "spec", "containers")
 _TRAINER_FIELDS = {"image": "image", "resources": "resourcesPerNode"}
 
 
-def check(objects: list[Obj], trainjob: Obj) -> list[Diagnostic]:
-    """Every error the API server would give the Jobs and Pods of the compiled JobSet."""
+def check(objects: list[Obj], trainjob: Obj, ml_policy: Obj | None = None
+          ) -> list[Diagnostic]:
+    """Every error the API server would give the Jobs and Pods of the compiled JobSet
+    (`ml_policy`: the runtime's)."""
     out: list[Diagnostic] = []
     for obj in objects:
         if obj.get("kind") != "JobSet":
@@ -40,7 +55,32 @@ def check(objects: list[Obj], trainjob: Obj) -> list[Diagnostic]:
             for problem in job_problems(spec, Scope.PODS):
                 if kept(problem):
                     out.append(_error(problem, rjob, spec, trainjob))
+                elif _per_node(problem.path, spec, ml_policy):
+                    out.append(_amount(problem, rjob, trainjob, ml_policy))
     return out
+
+
+def _per_node(path: Path, spec: Any, ml_policy: Obj | None) -> bool:
+    """Whether an amount is in the container a TrainJob's resourcesPerNode may land in."""
+    return len(path) == 7 and path[:3] == _CONTAINER and path[4] == "resources" and \
+        may_take_resources(ml_policy, get_path(spec, "template", "spec"), path[3])
+
+
+def _amount(problem: Problem, rjob: Obj, trainjob: Obj, ml_policy: Obj | None) -> Diagnostic:
+    """A refused amount of the `node` container: at resourcesPerNode when it set the amount
+    (with the amount as written there), else at `spec.runtimeRef` (the runtime's)."""
+    group, name = problem.path[5], problem.path[6]
+    at: Path = ("spec", "trainer", "resourcesPerNode", group, name)
+    written = get_path(trainjob, *at)
+    labels = get_path(rjob, "template", "metadata", "labels")
+    ancestor = labels.get(ANCESTOR_LABEL) if isinstance(labels, dict) else None
+    if written is not None and takes_resources(rjob, ancestor, ml_policy):
+        found = amount_problem(str(name), written) if isinstance(written, (str, int)) and \
+            not isinstance(written, bool) else None
+        return error(problem.rule, found[1] if found else problem.message, at, subject="pods")
+    message = f"replicated job {rjob.get('name')!r}, {format_path(problem.path)}: " \
+        f"{problem.message}"
+    return error(problem.rule, message, ("spec", "runtimeRef"), subject="pods")
 
 
 def _claim_volumes(jobset: Obj) -> list[tuple[str, str]]:

@@ -7,8 +7,9 @@ must be greater than or equal to 0, and an extended resource (a vendor's device 
 number (and one whose thousandths fit an int64: `MILLI_OVERFLOW`). A TrainJob or runtime that
 asks for -1 or 0.5 GPUs is taken by the cluster and gets its JobSet, whose Pods never start: an
 error about the Pods (subject `pods`), so render still prints what the controller builds and
-exits 1. Pure; called by `compiler.validate.documents.check_document` (and, through
-`amount_problem`, by `compiler.kube.podspec`).
+exits 1. Pure; called by `compiler.core.admission.pod_amounts` for every document (which
+leaves the amounts a TrainJob's resourcesPerNode sets or may replace to the compile) and,
+through `amount_problem`, by `compiler.kube.podspec` and `compiler.core.podrefusals`.
 
 Most documents have no such amount, and are shown to have none without a walk of every value
 (`_clean`); only the others are walked, in document order, for the diagnostics.

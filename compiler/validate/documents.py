@@ -23,7 +23,6 @@ from compiler.common.diagnostics import (
     ObjectRef,
     Severity,
     error,
-    has_errors,
     refused,
 )
 from compiler.common.jsondata import Obj
@@ -176,9 +175,10 @@ class Validator:
         # the whole JobSet: what the API server refuses in its Pods reads the env, ports and
         # mounts the plugins write
         compiled = compile_defaulted(data, entry.get())
-        if has_errors(compiled.diagnostics):
-            return found + self._refusals(doc, entry, compiled)
-        return found + self.compiled(doc, data, entry, compiled.objects)
+        refusals = self._refusals(doc, entry, compiled)
+        if not compiled.objects:  # (kept with errors about the Pods only, as render keeps them)
+            return found + refusals
+        return found + refusals + self.compiled(doc, data, entry, compiled.objects)
 
     def _entry(self, found: list[Diagnostic], data: Obj) -> RuntimeEntry | None:
         """The runtime of a TrainJob that passed admission, to compile it with."""

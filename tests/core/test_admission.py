@@ -7,6 +7,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import pytest
+
 import compiler
 from compiler import admit, compile_trainjob, validate_documents
 from compiler.common.diagnostics import Severity
@@ -78,6 +80,51 @@ def test_validate_documents_checks_documents_in_memory() -> None:
     job["spec"]["runtimeRef"]["name"] = "team-torch"
     assert _errors(validate_documents([job], [custom], builtin=False)) == []
     assert _errors(validate_documents([job], builtin=False)) != []
+
+
+HALF: Obj = {"limits": {"nvidia.com/gpu": "500m"}}
+ONE: Obj = {"limits": {"nvidia.com/gpu": "1"}}
+PER_NODE_GPU = ("spec", "trainer", "resourcesPerNode", "limits", "nvidia.com/gpu")
+
+
+def _gpu_case(per_node: Obj | None, node: Obj | None = None, *, ml_policy: bool = True,
+              trainer_label: bool = True) -> tuple[Obj, Obj]:
+    """torch-distributed with the node container's resources `node`, maybe without its
+    mlPolicy or its trainer label; the TrainJob with resourcesPerNode `per_node`."""
+    runtime = copy.deepcopy(_torch())
+    if not ml_policy:
+        del runtime["spec"]["mlPolicy"]
+    rjob = runtime["spec"]["template"]["spec"]["replicatedJobs"][0]
+    if not trainer_label:
+        rjob["name"], rjob["template"]["metadata"] = "work", {}
+    if node is not None:
+        rjob["template"]["spec"]["template"]["spec"]["containers"][0]["resources"] = node
+    job = copy.deepcopy(TRAINJOB)
+    if per_node is not None:
+        job["spec"]["trainer"]["resourcesPerNode"] = per_node
+    return runtime, job
+
+
+# Kubeflow Trainer v2.3.0 merges resourcesPerNode, per key, only into the first `node`
+# container of the trainer job of a runtime with an mlPolicy (pkg/runtime/core/
+# trainingruntime.go); the API server refuses a fractional GPU only in a Pod
+# (ValidateResourceQuantityValue). Verdicts as the parity oracle gives them.
+@pytest.mark.parametrize(("case", "where"), [
+    (_gpu_case(HALF, ml_policy=False), None),  # ignored: no mlPolicy
+    (_gpu_case(HALF, trainer_label=False), None),  # ignored: no trainer job
+    (_gpu_case(ONE, HALF), None),  # the runtime's 500m replaced
+    (_gpu_case(HALF), PER_NODE_GPU),
+    (_gpu_case({"limits": {"memory": "1Gi"}}, HALF), ("spec", "runtimeRef")),  # kept
+    (_gpu_case(HALF, trainer_label=False, node=HALF), ("spec", "runtimeRef")),
+], ids=["no-mlpolicy", "no-trainer-job", "replaced", "merged", "runtime-kept", "runtime-only"])
+def test_a_fractional_gpu_is_refused_where_it_reaches_a_pod(
+        case: tuple[Obj, Obj], where: tuple[str, ...] | None) -> None:
+    runtime, job = case
+    result = compile_trainjob(job, runtime)
+    refused = [d for d in result.diagnostics if d.severity is Severity.ERROR]
+    assert [(d.rule, d.path, d.subject) for d in refused] == \
+        ([("TJC-RESOURCE-NOT-INTEGER", where, "pods")] if where else [])
+    assert any(o["kind"] == "JobSet" for o in result.objects)  # the cluster takes them
 
 
 def test_error_types_are_exported() -> None:

@@ -6,8 +6,9 @@ made from it later, so the TrainJob would hang: tjc refuses it at once. A runtim
 are checked at `Scope.RUNTIME`, a patch's at `Scope.PATCH` (what the TrainJob and the plugins
 complete is checked on the compiled JobSet, `compiler.core.podrefusals`). Amounts below 0 and
 fractional extended resources are left to `compiler.kube.podresources`, which reports them
-wherever they are written. Admission calls `refusals` (validate, render, krm, the controller
-and the library alike); pure.
+where they are written (but those resourcesPerNode sets or may replace:
+`compiler.core.admission.pod_amounts`). Admission calls `refusals` (validate, render, krm,
+the controller and the library alike); pure.
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@
 - a hugepages amount is a whole number of its pages;
 - every amount is 0 or more, and an extended resource's a whole number (rules
   `TJC-RESOURCE-NEGATIVE` and `TJC-RESOURCE-NOT-INTEGER` of `compiler.kube.podresources`,
-  which reports them wherever an amount is written);
+  which reports them where an amount is written, `compiler.core.podrefusals` where
+  resourcesPerNode lands);
 - `Scope.PODS` only (the TrainJob's `resourcesPerNode` replaces the trainer's resources):
   a request is at most its limit; for a resource that cannot be overcommitted (an extended
   resource, hugepages) the request equals the limit, and a request without a limit is refused;
