@@ -11,8 +11,8 @@ import argparse
 import sys
 from typing import Any
 
-from compiler.cli import diff_sources
-from compiler.common.diagnostics import Diagnostic, Severity, has_errors
+from compiler.cli import diff_sources, outputopt
+from compiler.common.diagnostics import Diagnostic, Severity, has_errors, one_per_problem
 from compiler.common.errors import InputError
 from compiler.core.context import CompileOptions
 from compiler.gitops import diffing
@@ -29,7 +29,7 @@ A line starting with ! after a change marks what an existing JobSet refuses to t
 examples:
   tjc diff old/ new/                            two folders
   tjc diff --git main HEAD                      two revisions of the repository (this folder)
-  tjc diff --git origin/main HEAD jobs/ -f markdown > comment.md   for a pull request
+  tjc diff --git origin/main HEAD jobs/ -o markdown > comment.md   for a pull request
   tjc diff --git --kustomize main HEAD overlays/prod   an overlay, built by kustomize
   tjc diff --name-hash old/ new/                as tjc render --name-hash renders them
 """
@@ -48,8 +48,9 @@ def register(verbs: Any) -> None:
     parser.add_argument("--kustomize", action="store_true",
                         help="render `kustomize build` of each side (OLD/NEW, or with --git "
                         "each PATH) instead of the YAML files (kustomize from PATH)")
-    parser.add_argument("-f", "--format", choices=("text", "markdown"), default="text",
-                        help="unified diffs (text) or a pull-request comment (markdown)")
+    outputopt.add_argument(parser, ("text", "markdown"), "text", "unified diffs (text) or a "
+                           "pull-request comment (markdown)", dest="format",
+                           old=("-f", "--format"))
     parser.add_argument("-U", "--context", type=int, default=3, metavar="N",
                         help="lines of context around each change (default: 3)")
     parser.add_argument("--no-builtin-runtimes", action="store_true",
@@ -87,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _report(diagnostics: list[Diagnostic]) -> None:
-    for diag in diagnostics:
+    for diag in one_per_problem(diagnostics):
         if diag.severity is not Severity.NOTICE:
             print(diag.text(), file=sys.stderr)
 

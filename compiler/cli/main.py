@@ -37,7 +37,7 @@ examples:
   tjc render examples/                      render every TrainJob below a folder
   tjc render job.yaml runtime.yaml -o json  a TrainJob with its own runtime, as JSON
   cat job.yaml | tjc render -               read from stdin
-  tjc validate jobs/ --format sarif         check everything offline, as SARIF
+  tjc validate jobs/ -o sarif               check everything offline, as SARIF
   tjc runtimes list                         the runtimes a TrainJob can reference
   tjc explain examples/jax-mnist.yaml       who set which field of the output
   tjc policies list                         the CUE policy rules tjc applies

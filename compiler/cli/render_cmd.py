@@ -10,8 +10,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from compiler.cli import fieldopts, jobs, namespace_opt, outdir, passthrough_cmd, policy_opts
-from compiler.common.diagnostics import Diagnostic, Location, Severity, error, has_errors
+from compiler.cli import (
+    console,
+    fieldopts,
+    jobs,
+    namespace_opt,
+    outdir,
+    passthrough_cmd,
+    policy_opts,
+)
+from compiler.common.diagnostics import Diagnostic, Location, error, has_errors
 from compiler.common.errors import InputError
 from compiler.core.context import CompileOptions, SSHKeySource
 from compiler.io import emit
@@ -74,6 +82,11 @@ def register(verbs: Any) -> None:
                         "GitOps tools create while pruning the old one, instead of an update "
                         "the JobSet webhook refuses (README: Changing a TrainJob)")
     parser.add_argument("-q", "--quiet", action="store_true", help="do not print notices")
+    parser.add_argument("--show-builtin", "-v", "--verbose", action="store_true",
+                        help="print the warnings and notices about the built-in runtimes one "
+                        "by one (upstream's files, which you cannot change; by default the "
+                        "summary line counts them)")
+    console.add_color_argument(parser)
     fieldopts.add_argument(parser)
     namespace_opt.add_arguments(parser)
     jobs.add_argument(parser)
@@ -197,20 +210,23 @@ def _render(args: argparse.Namespace, pipeline: Pipeline, workers: jobs.Workers,
             writer: outdir.DirWriter | None) -> bool:
     """Render every TrainJob to stdout or DIR; True when anything had errors."""
     out = _Output(args, pipeline, writer)
+    stderr = out.stderr
     out.emit([pipeline.notes])
     policy_errors = list(pipeline.checker.policies.errors) if pipeline.checker else []
     for events, new in workers.ordered(pipeline.plan()):
         out.emit(events)
         policy_errors += [d for d in new if d not in policy_errors]
     if pipeline.checker is not None and policy_errors:
-        report(policy_errors, quiet=args.quiet)
+        stderr.add(policy_errors)
         out.errors = True
     if writer is not None:
         closing = _finish(writer)
-        report(closing, quiet=args.quiet)
+        stderr.add(closing)
         out.errors = out.errors or has_errors(closing)
     elif args.output == "json":
         sys.stdout.write(out.json_end())
+    sys.stdout.flush()
+    stderr.finish(out.rendered, out.trainjobs)
     return out.errors
 
 
@@ -223,6 +239,10 @@ class _Output:
         self.errors = False
         self.items = 0
         self.names = Names()
+        self.rendered = self.trainjobs = 0
+        self.stderr = console.StderrReport(
+            sys.stderr, quiet=args.quiet, show_builtin=args.show_builtin,
+            colour=console.colour_on(args.color, sys.stderr))
 
     def emit(self, events: list[Event]) -> None:
         checker = self.pipeline.checker
@@ -232,9 +252,15 @@ class _Output:
             if isinstance(event, Job):
                 found += self._job(event)
             self.errors = self.errors or has_errors(found)
-            report(found, quiet=self.args.quiet)
+            self.stderr.add(found)
 
     def _job(self, job: Job) -> list[Diagnostic]:
+        found = self._write(job)
+        self.trainjobs += 1
+        self.rendered += job.has_objects and not has_errors(found)
+        return found
+
+    def _write(self, job: Job) -> list[Diagnostic]:
         if self.writer is not None:  # it refuses a second TrainJob of one file itself
             found = self.writer.write(*job.names, job.has_objects, job.text)
             return [d.at(self._locate(job, ("metadata", "name"))) for d in found]
@@ -269,14 +295,6 @@ def _ssh_keys(choice: str | None) -> SSHKeySource | None:
     from compiler.io import sshkeys  # only now: key handling needs the cryptography package
 
     return sshkeys.generated() if choice == "generate" else sshkeys.from_file(choice)
-
-
-def report(diagnostics: list[Diagnostic], *, quiet: bool) -> None:
-    """One line per diagnostic on stderr."""
-    for diag in diagnostics:
-        if quiet and diag.severity is Severity.NOTICE and diag.suppression is None:
-            continue
-        print(diag.text(), file=sys.stderr)
 
 
 def _writer(args: argparse.Namespace) -> outdir.DirWriter | None:

@@ -10,8 +10,8 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from compiler.cli import fieldopts, jobs, namespace_opt, policy_opts
-from compiler.common.diagnostics import Diagnostic, Severity
+from compiler.cli import console, fieldopts, jobs, namespace_opt, outputopt, policy_opts
+from compiler.common.diagnostics import Diagnostic, Severity, one_per_problem
 from compiler.core.resolve import RUNTIME_KINDS
 from compiler.io.loader import Document, SourceFiles, parse_source, read_sources
 from compiler.validate.locations import Context
@@ -34,12 +34,13 @@ evaluator: pass --no-default-policies to validate without them).
 
 examples:
   tjc validate jobs/ runtimes/                  every document below two folders
-  tjc validate job.yaml --format sarif > tjc.sarif
+  tjc validate job.yaml -o sarif > tjc.sarif
   tjc validate job.yaml --against old/job.yaml  also check immutable fields (a GitOps diff)
   tjc validate --strict jobs/                   fail on warnings too
   tjc validate jobs/a.yaml --runtimes runtimes/  resolve runtimeRefs with your runtimes
   tjc validate jobs/a.yaml --repo-runtimes      ... with every runtime in the git repository
-  tjc validate jobs/ --format github            GitHub Actions annotations
+  tjc validate jobs/ -o github                  GitHub Actions annotations
+  tjc validate jobs/ -o junit > tjc-junit.xml   JUnit XML for CI test reports
   tjc validate app/ --namespace team-a          as applied into team-a (kubectl apply -n)
   tjc validate jobs/ --policy team-policies/ --policy-values limits.yaml
   tjc validate jobs/ --skip images.tag          all built-in packs but one rule
@@ -53,9 +54,10 @@ def register(verbs: Any) -> None:
                               epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("paths", nargs="+", metavar="PATH",
                         help="YAML/JSON file, folder (searched recursively) or - for stdin")
-    parser.add_argument("--format", choices=("text", "json", "sarif", "github"),
-                        default="text", help="output format (default: text; github: GitHub "
-                        "Actions annotations)")
+    outputopt.add_argument(parser, ("text", "json", "sarif", "github", "junit"), "text",
+                           "output format (default: text; github: GitHub Actions annotations; "
+                           "junit: JUnit XML, one test case per input file)",
+                           dest="format", old=("--format",))
     parser.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
     parser.add_argument("--against", action="append", default=[], metavar="OLD",
                         help="previous version of the inputs (file or folder), to check "
@@ -70,6 +72,7 @@ def register(verbs: Any) -> None:
                         help="do not load the built-in ClusterTrainingRuntimes")
     parser.add_argument("-q", "--quiet", action="store_true",
                         help="do not report notices (exemptions used are still reported)")
+    console.add_color_argument(parser)
     fieldopts.add_argument(parser)
     namespace_opt.add_arguments(parser)
     jobs.add_argument(parser)
@@ -93,12 +96,15 @@ def _report(args: argparse.Namespace, pipeline: Pipeline, workers: jobs.Workers)
     from compiler.validate.documents import Names, locate_in
 
     context = _context(args, pipeline.checker)
-    out = report_out.Report(args.format, sys.stdout, context, strict=args.strict)
+    out = report_out.Report(args.format, sys.stdout, context, strict=args.strict,
+                            files=pipeline.sources.names,
+                            colour=console.colour_on(args.color, sys.stdout))
     for d in pipeline.notes:
         _add(args, out, d)
     policy_errors = list(pipeline.checker.policies.errors) if pipeline.checker else []
     names, locate = Names(), locate_in(pipeline.sources)
     for found, new, met in workers.ordered(pipeline.plan()):
+        found = one_per_problem(found)
         for d in pipeline.checker.once(found) if pipeline.checker else found:
             _add(args, out, d)
         for d in names.meet(met, locate):
