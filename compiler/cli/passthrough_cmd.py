@@ -11,13 +11,14 @@ import argparse
 import sys
 from typing import Any
 
-from compiler.cli import policy_opts
+from compiler.cli import policy_opts, runtimes_opt
 from compiler.common.diagnostics import Diagnostic, Severity, has_errors, one_per_problem
 from compiler.core.context import CompileOptions, SSHKeySource
 from compiler.gitops.passthrough import PassOptions, transform
 from compiler.io import emit
 from compiler.io.builtin import builtin_runtimes
-from compiler.io.loader import Source, read_sources
+from compiler.io.loader import Source, SourceFiles, read_sources
+from compiler.io.placement import in_namespace
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -49,9 +50,12 @@ def run(args: argparse.Namespace, ssh_keys: SSHKeySource | None,
     opts = PassOptions(keep_trainjobs=args.keep_trainjobs, validate=not args.no_validate,
                        compile=CompileOptions(ssh_keys=ssh_keys, name_hash=args.name_hash),
                        policies=checker, fields=args.field_validation, placement=args.placement)
-    builtin = () if args.no_builtin_runtimes else builtin_runtimes()
+    builtin = [] if args.no_builtin_runtimes else list(builtin_runtimes())
+    extra, unreadable = runtimes_opt.extra_runtimes(args, SourceFiles([]))
+    builtin += [in_namespace(doc, args.placement) for doc in extra]
+    errors = has_errors(unreadable)
+    _report(unreadable, quiet=args.quiet)
     objects: list[dict[str, Any]] = []
-    errors = False
     for item in transform(sources, builtin, opts):
         if item.obj is not None and args.output == "json":
             objects.append(item.obj)

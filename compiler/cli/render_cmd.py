@@ -18,6 +18,7 @@ from compiler.cli import (
     outdir,
     passthrough_cmd,
     policy_opts,
+    runtimes_opt,
 )
 from compiler.common.diagnostics import Diagnostic, Location, error, has_errors
 from compiler.common.errors import InputError
@@ -26,6 +27,7 @@ from compiler.io import emit
 from compiler.io.builtin import builtin_runtimes
 from compiler.io.inputs import runtime_files, runtime_table
 from compiler.io.loader import Document, SourceFiles
+from compiler.io.placement import in_namespace
 from compiler.render.pipeline import JobResult, render_source
 from compiler.validate.documents import Met, Names, Validator
 
@@ -41,6 +43,8 @@ examples:
   tjc render mpi-job.yaml --mpi-ssh-key generate  also emit the MPI SSH Secret (new keys)
   tjc render jobs/ --namespace team-a           as kubectl apply -n team-a would place them
   tjc render jobs/ --policy team-policies/       enforce your own CUE packs too
+  tjc render jobs/ --runtimes shared-runtimes/  resolve with runtimes another app owns
+                                                (used, never rendered or printed)
   kustomize build overlays/prod | tjc render --passthrough -   everything, TrainJobs rendered
   helm template my-app chart/ --post-renderer tjc --post-renderer-args render \
       --post-renderer-args --passthrough --post-renderer-args -
@@ -67,6 +71,7 @@ def register(verbs: Any) -> None:
                         help="with --output-dir: write nothing; exit 1, listing each file that "
                         "would be created, changed or deleted (the manifest too), unless DIR "
                         "already holds exactly what the render writes")
+    runtimes_opt.add_argument(parser)
     parser.add_argument("--no-builtin-runtimes", action="store_true",
                         help="do not load the built-in ClusterTrainingRuntimes")
     parser.add_argument("--no-validate", action="store_true",
@@ -145,8 +150,11 @@ class Pipeline:
                  runtime_files: SourceFiles | None = None) -> None:
         self.args, self.sources = args, sources
         self.builtin = [] if args.no_builtin_runtimes else list(builtin_runtimes())
+        extra, unreadable = runtimes_opt.extra_runtimes(args, sources)
+        self.builtin += [in_namespace(doc, args.placement) for doc in extra]
         first = sources if runtime_files is None else runtime_files
         self.table, self.notes = runtime_table(first, self.builtin, args.placement)
+        self.notes[:0] = unreadable
         self.options = CompileOptions(ssh_keys=_ssh_keys(args.mpi_ssh_key),
                                       name_hash=args.name_hash)
         self.checker = None if args.no_validate else policy_opts.build(args)

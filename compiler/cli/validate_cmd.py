@@ -10,10 +10,17 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from compiler.cli import console, fieldopts, jobs, namespace_opt, outputopt, policy_opts
+from compiler.cli import (
+    console,
+    fieldopts,
+    jobs,
+    namespace_opt,
+    outputopt,
+    policy_opts,
+    runtimes_opt,
+)
 from compiler.common.diagnostics import Diagnostic, Severity, one_per_problem
-from compiler.core.resolve import RUNTIME_KINDS
-from compiler.io.loader import Document, SourceFiles, parse_source, read_sources
+from compiler.io.loader import SourceFiles, read_sources
 from compiler.validate.locations import Context
 
 if TYPE_CHECKING:
@@ -62,9 +69,7 @@ def register(verbs: Any) -> None:
     parser.add_argument("--against", action="append", default=[], metavar="OLD",
                         help="previous version of the inputs (file or folder), to check "
                         "transition rules such as immutable fields; may be repeated")
-    parser.add_argument("--runtimes", action="append", default=[], metavar="PATH",
-                        help="more runtime documents to resolve runtimeRefs with (not "
-                        "themselves reported); may be repeated")
+    runtimes_opt.add_argument(parser)
     parser.add_argument("--repo-runtimes", action="store_true",
                         help="also resolve runtimeRefs with every runtime in the git "
                         "repository of the working folder (what the pre-commit hook does)")
@@ -135,7 +140,7 @@ class Pipeline:
 
         self.args, self.sources = args, sources
         self.builtin = [] if args.no_builtin_runtimes else list(builtin_runtimes())
-        extra, unreadable = _extra_runtimes(args, sources)
+        extra, unreadable = runtimes_opt.extra_runtimes(args, sources)
         self.builtin += [in_namespace(doc, args.placement) for doc in extra]
         first = sources if runtime_files is None else runtime_files
         self.table, self.notes = runtime_table(first, self.builtin, args.placement)
@@ -215,30 +220,6 @@ def exit_code(diagnostics: list[Diagnostic], *, strict: bool) -> int:
 def _only_builtin(d: Diagnostic) -> bool:
     return bool(d.locations) and all(loc.file.startswith(BUILTIN_PREFIX)
                                      for loc in d.locations)
-
-
-def _extra_runtimes(args: argparse.Namespace, sources: SourceFiles
-                    ) -> tuple[list[Document], list[Diagnostic]]:
-    """The runtimes of --runtimes and --repo-runtimes, read in full on every run (a
-    pre-commit batch too), without the input files, which report their own; and the errors
-    of --runtimes documents that do not parse (a runtime a TrainJob needs may be among them)."""
-    extra: list[Document] = []
-    unreadable: list[Diagnostic] = []
-    if not (args.runtimes or args.repo_runtimes):
-        return extra, unreadable
-    inputs = {os.path.realpath(n) for n in sources.names}
-    for source in read_sources(args.runtimes):
-        if os.path.realpath(source.name) in inputs:
-            continue
-        docs, problems = parse_source(source)
-        extra += [doc for doc in docs if doc.data.get("kind") in RUNTIME_KINDS]
-        unreadable += [d for d in problems if d.severity is Severity.ERROR]
-    if args.repo_runtimes:
-        from compiler.cli import repo
-
-        seen = inputs | {os.path.realpath(d.source.name) for d in extra}
-        extra += repo.runtimes(seen)
-    return extra, unreadable
 
 
 def _context(args: argparse.Namespace, checker: PolicyChecker | None) -> Context:

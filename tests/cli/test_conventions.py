@@ -124,3 +124,21 @@ def test_colour_on_a_terminal_unless_no_color(
         assert first.startswith(f"{bad}:4:9: ")
         assert ("\033[1;31merror\033[0m: " in first) is coloured, first
         assert ("\033" in first) is coloured
+
+
+def test_render_runtimes_resolves_without_rendering_them(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A GitOps application whose runtimes another application owns: `--runtimes` resolves
+    the runtimeRef; the runtime is neither rendered nor passed through."""
+    job = tmp_path / "resnet.yaml"
+    job.write_text((EXAMPLES / "custom-runtime" / "resnet.yaml").read_text())
+    runtime = str(EXAMPLES / "custom-runtime" / "runtime.yaml")
+    code, _, err = run(["render", str(job), "-q"], capsys)
+    assert code == 1 and "[TJC-WEBHOOK-RUNTIME-NOT-FOUND]" in err
+    code, out, err = run(["render", str(job), "-q", "--runtimes", runtime], capsys)
+    assert (code, err) == (0, "")
+    assert [d.split("\n", 1)[0] for d in out.split("kind: ")[1:]] == ["PodGroup", "JobSet"]
+    code, out, err = run(["render", "--passthrough", str(job), "-q", "--runtimes", runtime],
+                         capsys)
+    assert (code, err) == (0, "")
+    assert "kind: TrainingRuntime" not in out and "kind: JobSet" in out
