@@ -2,10 +2,10 @@
 
 kustomize comes from PATH; without a standalone `kustomize` there, `kubectl kustomize` (the
 copy kubectl carries) builds instead (`command`). Its output is read no further than an input
-file is (`MAX_BYTES`), so a runaway build cannot fill the memory. `offline=True` (discovery) also bounds
-the time and keeps the build off the network: the proxy variables point at a closed local
-port and git may only use local repositories, so a remote base fails instead of being
-fetched. Started as a list of arguments, never through a shell.
+file is (`MAX_BYTES`), so a runaway build cannot fill the memory. `offline=True` (discovery)
+also bounds the time and keeps the build off the network: the proxy variables point at a
+closed local port and git may only use local repositories, so a remote base fails instead of
+being fetched. Started as a list of arguments, never through a shell.
 """
 
 from __future__ import annotations
