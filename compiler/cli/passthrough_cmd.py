@@ -45,7 +45,7 @@ def run(args: argparse.Namespace, ssh_keys: SSHKeySource | None,
         sources: list[Source] | None = None) -> int:
     """Transform the inputs (`sources`, else the files of the PATHs) and print them; exit 1
     if any input had errors."""
-    sources = read_sources(args.paths) if sources is None else sources
+    sources = read_sources(args.paths, args.exclude) if sources is None else sources
     checker = None if args.no_validate else policy_opts.build(args)
     opts = PassOptions(keep_trainjobs=args.keep_trainjobs, validate=not args.no_validate,
                        compile=CompileOptions(ssh_keys=ssh_keys, name_hash=args.name_hash),

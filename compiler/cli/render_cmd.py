@@ -12,6 +12,7 @@ from typing import Any
 
 from compiler.cli import (
     console,
+    exclude_opt,
     fieldopts,
     jobs,
     namespace_opt,
@@ -72,6 +73,7 @@ def register(verbs: Any) -> None:
                         "would be created, changed or deleted (the manifest too), unless DIR "
                         "already holds exactly what the render writes")
     runtimes_opt.add_argument(parser)
+    exclude_opt.add_argument(parser)
     parser.add_argument("--no-builtin-runtimes", action="store_true",
                         help="do not load the built-in ClusterTrainingRuntimes")
     parser.add_argument("--no-validate", action="store_true",
@@ -111,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(error("TJC-USAGE", problem))
     if args.passthrough:
         return passthrough_cmd.run(args, _ssh_keys(args.mpi_ssh_key))
-    sources = SourceFiles(args.paths)
+    sources = SourceFiles(args.paths, args.exclude)
     with jobs.Workers(jobs.workers(args.jobs, sources), _worker, (args, sources)) as workers:
         return _run(args, Pipeline(args, sources), workers)
 

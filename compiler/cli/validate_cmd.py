@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from compiler.cli import (
     console,
+    exclude_opt,
     fieldopts,
     jobs,
     namespace_opt,
@@ -70,6 +71,7 @@ def register(verbs: Any) -> None:
                         help="previous version of the inputs (file or folder), to check "
                         "transition rules such as immutable fields; may be repeated")
     runtimes_opt.add_argument(parser)
+    exclude_opt.add_argument(parser)
     parser.add_argument("--repo-runtimes", action="store_true",
                         help="also resolve runtimeRefs with every runtime in the git "
                         "repository of the working folder (what the pre-commit hook does)")
@@ -87,7 +89,7 @@ def register(verbs: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Validate, print the report on stdout as it comes, return the exit code."""
-    sources = SourceFiles(args.paths)
+    sources = SourceFiles(args.paths, args.exclude)
     # a worker cannot read stdin again: `--against -` or `--runtimes -` stay in one process
     stdin = "-" in (*args.against, *args.runtimes)
     processes = 1 if stdin else jobs.workers(args.jobs, sources)

@@ -142,3 +142,19 @@ def test_render_runtimes_resolves_without_rendering_them(
                          capsys)
     assert (code, err) == (0, "")
     assert "kind: TrainingRuntime" not in out and "kind: JobSet" in out
+
+
+def test_validate_and_render_exclude_globs(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = tmp_path / "app"
+    (folder / "node_modules" / "pkg").mkdir(parents=True)
+    (folder / "node_modules" / "pkg" / "bad.yaml").write_text(BAD)
+    (folder / "drafts").mkdir()
+    (folder / "drafts" / "bad.yaml").write_text(BAD)
+    (folder / "jax.yaml").write_text((EXAMPLES / "jax-mnist.yaml").read_text())
+    code, out, _ = run(["validate", str(folder), "--no-default-policies"], capsys)
+    assert code == 1 and "node_modules" not in out and "drafts/bad.yaml" in out
+    for verb in ("validate", "render"):
+        code, _, err = run([verb, str(folder), "--no-default-policies", "-q",
+                            "--exclude", "drafts"], capsys)
+        assert (code, err) == (0, "")
