@@ -20,7 +20,7 @@ GC_THRESHOLD = 20_000  # allocations between young collections (CPython's defaul
 
 # The verbs in the order `tjc --help` lists them; verb V lives in `compiler.cli.V_cmd`.
 VERBS = ("render", "validate", "runtimes", "explain", "policies", "controller", "run", "krm",
-         "diff", "argocd")
+         "diff", "argocd", "completion")
 
 DESCRIPTION = """\
 Compile Kubeflow Trainer v2 TrainJobs and their runtimes into exactly the JobSet (and side
@@ -43,6 +43,7 @@ examples:
   tjc policies list                         the CUE policy rules tjc applies
   kustomize build . | tjc render --passthrough -   a whole app, TrainJobs rendered
   tjc diff --git main HEAD jobs/            what a change does to the JobSets
+  source <(tjc completion bash)             shell completion (bash, zsh, fish)
 """
 
 
