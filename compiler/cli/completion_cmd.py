@@ -18,7 +18,7 @@ HELP = "print the shell completion script for bash, zsh or fish"
 EPILOG = """\
 examples:
   source <(tjc completion bash)                          this bash session
-  tjc completion bash > /etc/bash_completion.d/tjc       every bash session
+  tjc completion bash > ~/.local/share/bash-completion/completions/tjc   every session
   source <(tjc completion zsh)                           zsh (add it to ~/.zshrc)
   tjc completion fish > ~/.config/fish/completions/tjc.fish
 """

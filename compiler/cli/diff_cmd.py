@@ -36,12 +36,15 @@ not fit is counted in a note that points at --report FILE, the whole report.
 A line starting with ! after a change marks what an existing JobSet refuses to take in place
 (JobSet's webhook), and how it syncs instead.
 
-examples:
-  tjc diff old/ new/                            two folders
-  tjc diff --git main HEAD                      two revisions of the repository (this folder)
-  tjc diff --git origin/main HEAD jobs/ -o markdown > comment.md   for a pull request
-  tjc diff --git --kustomize main HEAD overlays/prod   an overlay, built by kustomize
-  tjc diff --name-hash old/ new/                as tjc render --name-hash renders them
+examples (run from the repository's top folder):
+  tjc diff examples/gitops/overlays/dev examples/gitops/overlays/prod --kustomize
+                                                two folders, each built by kustomize
+  tjc diff --git main HEAD examples/            a folder in two revisions of the repository
+  tjc diff --git origin/main HEAD examples/ -o markdown --report diff.md > comment.md
+                                                a pull-request comment, the full report beside
+  tjc diff --git --kustomize main HEAD examples/gitops/overlays/prod   an overlay, by kustomize
+  tjc diff --name-hash examples/jax-mnist.yaml examples/jax-psum.yaml
+                                                as tjc render --name-hash renders them
 """
 
 

@@ -34,23 +34,30 @@ from compiler.validate.documents import Met, Names, Validator
 
 HELP = "render TrainJobs into the JobSet (and side objects) Kubeflow Trainer creates"
 EPILOG = """\
-examples:
+Stderr gets one line per diagnostic, then a summary line (not with -q); the warnings and
+notices about the built-in runtimes (upstream's files) are only counted there unless
+--show-builtin or -v. Folder walks leave out hidden entries, node_modules, what .gitignore
+files ignore, and --exclude GLOB.
+
+examples (run from the repository's top folder):
   tjc render examples/                          every TrainJob below a folder
-  tjc render job.yaml my-runtime.yaml -o json   with a runtime of your own, as JSON
-  tjc render jobs/ --output-dir rendered/       one file per TrainJob: rendered/<ns>/<name>.yaml
-  tjc render jobs/ --output-dir rendered/ --dry-run   what that would write and delete
-  tjc render jobs/ --output-dir rendered/ --check     in CI: exit 1 unless the committed
-                                                      rendered/ is what the render writes
-  tjc render mpi-job.yaml --mpi-ssh-key generate  also emit the MPI SSH Secret (new keys)
-  tjc render jobs/ --namespace team-a           as kubectl apply -n team-a would place them
-  tjc render jobs/ --policy team-policies/       enforce your own CUE packs too
-  tjc render jobs/ --runtimes shared-runtimes/  resolve with runtimes another app owns
+  tjc render examples/custom-runtime/ -o json   with a runtime of your own, as JSON
+  tjc render examples/ --output-dir rendered/   one file per TrainJob: rendered/<ns>/<name>.yaml
+  tjc render examples/ --output-dir rendered/ --dry-run   what that would write and delete
+  tjc render examples/ --output-dir rendered/ --check     in CI: exit 1 unless the committed
+                                                          rendered/ is what the render writes
+  tjc render examples/mlx-mnist.yaml --mpi-ssh-key generate   also the MPI SSH Secret (new keys)
+  tjc render examples/gitops/base/ --namespace ml-team   as kubectl apply -n ml-team places them
+  tjc render examples/ --policy examples/policies/team.cue   enforce your own CUE packs too
+  tjc render examples/custom-runtime/resnet.yaml --runtimes examples/custom-runtime/
+                                                resolve with runtimes another app owns
                                                 (used, never rendered or printed)
-  kustomize build overlays/prod | tjc render --passthrough -   everything, TrainJobs rendered
-  helm template my-app chart/ --post-renderer tjc --post-renderer-args render \
+  tjc render examples/ --exclude 'torchtune-*' --show-builtin   leave files out; list every
+                                                finding in the built-in runtimes
+  kustomize build examples/gitops/base | tjc render --passthrough -   everything, rendered
+  helm template my-app examples/helm-chart/ --post-renderer tjc --post-renderer-args render \\
       --post-renderer-args --passthrough --post-renderer-args -
-  tjc render -j 4 jobs/ --output-dir rendered/  in 4 processes (same output as -j 1)
-  kubectl get trainjob mnist -o yaml | tjc render -
+  tjc render -j 4 examples/ --output-dir rendered/   in 4 processes (same output as -j 1)
 """
 
 

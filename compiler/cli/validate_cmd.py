@@ -40,19 +40,27 @@ only from the built-in runtimes themselves, upstream's files, are reported but d
 --strict), 2 usage error, unreadable input, or policies that cannot be applied (no CUE
 evaluator: pass --no-default-policies to validate without them).
 
-examples:
-  tjc validate jobs/ runtimes/                  every document below two folders
-  tjc validate job.yaml -o sarif > tjc.sarif
-  tjc validate job.yaml --against old/job.yaml  also check immutable fields (a GitOps diff)
-  tjc validate --strict jobs/                   fail on warnings too
-  tjc validate jobs/a.yaml --runtimes runtimes/  resolve runtimeRefs with your runtimes
-  tjc validate jobs/a.yaml --repo-runtimes      ... with every runtime in the git repository
-  tjc validate jobs/ -o github                  GitHub Actions annotations
-  tjc validate jobs/ -o junit > tjc-junit.xml   JUnit XML for CI test reports
-  tjc validate app/ --namespace team-a          as applied into team-a (kubectl apply -n)
-  tjc validate jobs/ --policy team-policies/ --policy-values limits.yaml
-  tjc validate jobs/ --skip images.tag          all built-in packs but one rule
-  tjc validate -j 4 jobs/                       in 4 processes (same report as -j 1)
+Folder walks leave out hidden entries, node_modules, what .gitignore files ignore, and
+--exclude GLOB. -o junit writes JUnit XML: one test case per input file, a failure per error.
+
+examples (run from the repository's top folder):
+  tjc validate examples/custom-runtime/ examples/gitops/base/   every document of two folders
+  tjc validate examples/jax-mnist.yaml -o sarif > tjc.sarif
+  tjc validate examples/jax-mnist.yaml --against examples/jax-mnist.yaml
+                                                also check immutable fields against OLD
+  tjc validate --strict examples/               fail on warnings too
+  tjc validate examples/custom-runtime/resnet.yaml --runtimes examples/custom-runtime/
+                                                resolve runtimeRefs with your runtimes
+  tjc validate examples/custom-runtime/resnet.yaml --repo-runtimes
+                                                ... with every runtime in the git repository
+  tjc validate examples/ -o github              GitHub Actions annotations
+  tjc validate examples/ -o junit > tjc-junit.xml   JUnit XML for CI test reports
+  tjc validate examples/ --exclude helm-chart   leave a folder out of the walk
+  tjc validate examples/gitops/base/ --namespace ml-team   as applied into ml-team (apply -n)
+  tjc validate examples/ --policy examples/policies/team.cue \\
+      --policy-values examples/policies/values.cue   your own pack, and the packs' settings
+  tjc validate examples/ --skip images.tag      all built-in packs but one rule
+  tjc validate -j 4 examples/                   in 4 processes (same report as -j 1)
 """
 
 

@@ -149,8 +149,8 @@ def test_unreadable_input_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
 def test_help_ends_with_examples() -> None:
     proc = subprocess.run([sys.executable, "-m", "compiler", "render", "--help"],
                           capture_output=True, text=True, check=True)
-    assert proc.stdout.rstrip().splitlines()[-1].strip().startswith("kubectl get trainjob")
-    assert "examples:" in proc.stdout
+    assert proc.stdout.rstrip().splitlines()[-1].strip().startswith("tjc render -j 4 ")
+    assert "examples (run from the repository's top folder):" in proc.stdout
 
 
 def test_json_input_and_kubectl_lists(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
