@@ -42,8 +42,8 @@ The policies come from the plugin sidecar's own environment, which an Applicatio
   TJC_SKIP           rule ids or packs not applied, comma-separated (as --skip)
 
 examples:
-  tjc argocd discover overlays/prod   prints what it would claim the folder for, or nothing
-  ARGOCD_ENV_TJC_ARGS=--keep-trainjobs tjc argocd generate overlays/prod
+  tjc argocd discover examples/gitops/overlays/prod   what it would claim the folder for
+  ARGOCD_ENV_TJC_ARGS=--keep-trainjobs tjc argocd generate examples/gitops/overlays/prod
 """
 
 

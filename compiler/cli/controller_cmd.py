@@ -85,8 +85,33 @@ def _namespace(text: str) -> str:
     return text
 
 
+# The modules of the `[controller]` extra (pyproject.toml), checked before the controller is
+# imported: without them `tjc controller` says how to install them instead of a traceback.
+EXTRA_MODULES = ("kubernetes", "urllib3")
+HINT = ("tjc controller needs the controller extra ({missing} is not installed): "
+        "pip install 'trainjob-compiler[controller]'")
+
+
+def missing_extra() -> str | None:
+    """The first module of the controller extra that cannot be imported, or None."""
+    import importlib.util
+
+    for name in EXTRA_MODULES:
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            return name
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
     """Start the controller."""
+    missing = missing_extra()
+    if missing is not None:
+        print(f"tjc controller: error: {HINT.format(missing=missing)}", file=sys.stderr)
+        return 2
     from compiler.controller.kubeconfig import KubeconfigError
     from compiler.controller.manager import Options, StartupError
     from compiler.controller.manager import run as run_controller

@@ -11,8 +11,14 @@ import argparse
 import sys
 from typing import Any
 
-from compiler.cli import diff_sources
-from compiler.common.diagnostics import Diagnostic, Severity, has_errors
+from compiler.cli import diff_sources, outputopt
+from compiler.common.diagnostics import (
+    Diagnostic,
+    Severity,
+    error,
+    has_errors,
+    one_per_problem,
+)
 from compiler.common.errors import InputError
 from compiler.core.context import CompileOptions
 from compiler.gitops import diffing
@@ -22,16 +28,23 @@ from compiler.render.pipeline import render_stream
 
 HELP = "render two versions of the inputs and show, per TrainJob, how its objects differ"
 EPILOG = """\
-exit codes: 0 same objects, 1 different, 2 error (printed on stderr).
+exit codes: 0 same objects, 1 different, 2 error (printed on stderr; a TrainJob of NEW that does
+not render is shown with its errors).
+With -o markdown the output stays under a pull-request comment's 65,536 characters: what does
+not fit is counted in a note that points at --report FILE, the whole report.
+--kustomize runs `kustomize build`, or `kubectl kustomize` when only kubectl is on PATH.
 A line starting with ! after a change marks what an existing JobSet refuses to take in place
 (JobSet's webhook), and how it syncs instead.
 
-examples:
-  tjc diff old/ new/                            two folders
-  tjc diff --git main HEAD                      two revisions of the repository (this folder)
-  tjc diff --git origin/main HEAD jobs/ -f markdown > comment.md   for a pull request
-  tjc diff --git --kustomize main HEAD overlays/prod   an overlay, built by kustomize
-  tjc diff --name-hash old/ new/                as tjc render --name-hash renders them
+examples (run from the repository's top folder):
+  tjc diff examples/gitops/overlays/dev examples/gitops/overlays/prod --kustomize
+                                                two folders, each built by kustomize
+  tjc diff --git main HEAD examples/            a folder in two revisions of the repository
+  tjc diff --git origin/main HEAD examples/ -o markdown --report diff.md > comment.md
+                                                a pull-request comment, the full report beside
+  tjc diff --git --kustomize main HEAD examples/gitops/overlays/prod   an overlay, by kustomize
+  tjc diff --name-hash examples/jax-mnist.yaml examples/jax-psum.yaml
+                                                as tjc render --name-hash renders them
 """
 
 
@@ -48,8 +61,13 @@ def register(verbs: Any) -> None:
     parser.add_argument("--kustomize", action="store_true",
                         help="render `kustomize build` of each side (OLD/NEW, or with --git "
                         "each PATH) instead of the YAML files (kustomize from PATH)")
-    parser.add_argument("-f", "--format", choices=("text", "markdown"), default="text",
-                        help="unified diffs (text) or a pull-request comment (markdown)")
+    outputopt.add_argument(parser, ("text", "markdown"), "text", "unified diffs (text) or a "
+                           "pull-request comment (markdown)", dest="format",
+                           old=("-f", "--format"))
+    parser.add_argument("--report", metavar="FILE",
+                        help="also write the whole report to FILE: with -o markdown, stdout "
+                        "stays under a pull-request comment's 65,536 characters and names "
+                        "FILE for what it leaves out (upload it as a CI artifact)")
     parser.add_argument("-U", "--context", type=int, default=3, metavar="N",
                         help="lines of context around each change (default: 3)")
     parser.add_argument("--no-builtin-runtimes", action="store_true",
@@ -75,19 +93,39 @@ def run(args: argparse.Namespace) -> int:
         return 2
     builtin = () if args.no_builtin_runtimes else builtin_runtimes()
     options = CompileOptions(name_hash=args.name_hash)
-    old_texts, old_diags = diffing.rendered(render_stream(old, builtin, options))
-    new_texts, new_diags = diffing.rendered(render_stream(new, builtin, options))
+    old_texts, old_diags, _ = diffing.rendered(render_stream(old, builtin, options))
+    new_texts, new_diags, failed = diffing.rendered(render_stream(new, builtin, options))
     _report(old_diags + new_diags)
-    diffs = diffing.compare(old_texts, new_texts, (args.old, args.new), args.context)
-    out = diffing.as_markdown(diffs) if args.format == "markdown" else diffing.as_text(diffs)
-    sys.stdout.write(out)
+    diffs = diffing.compare(old_texts, new_texts, (args.old, args.new), args.context, failed)
+    if args.report:
+        _write_report(args.report, _formatted(args, diffs, limit=None))
+    sys.stdout.write(_formatted(args, diffs, limit=diffing.COMMENT_LIMIT))
     if has_errors(old_diags + new_diags):
         return 2
     return 1 if diffs else 0
 
 
+def _formatted(args: argparse.Namespace, diffs: list[diffing.JobDiff], limit: int | None
+               ) -> str:
+    """The report in the chosen format; a Markdown one capped at `limit` characters."""
+    if args.format != "markdown":
+        return diffing.as_text(diffs)
+    if limit is None:
+        return diffing.as_markdown(diffs, limit=sys.maxsize)
+    return diffing.as_markdown(diffs, limit=limit, report=args.report)
+
+
+def _write_report(path: str, text: str) -> None:
+    try:
+        with open(path, "w", encoding="utf-8") as out:
+            out.write(text)
+    except OSError as exc:
+        raise InputError(error("TJC-DIFF-REPORT", f"cannot write the report {path}: "
+                               f"{exc.strerror or exc}")) from None
+
+
 def _report(diagnostics: list[Diagnostic]) -> None:
-    for diag in diagnostics:
+    for diag in one_per_problem(diagnostics):
         if diag.severity is not Severity.NOTICE:
             print(diag.text(), file=sys.stderr)
 

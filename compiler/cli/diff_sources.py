@@ -63,10 +63,13 @@ def git_sources(rev: str, paths: Sequence[str]) -> list[Source]:
 
 
 def _built(folder: Path, label: str, skipped: Sequence[str] = ()) -> Source:
-    """`kustomize build` of a folder (kustomize from PATH), named after `label`; `skipped`
-    names the links the export left out, for kustomize's error when it needed one."""
+    """`kustomize build` of a folder (kustomize from PATH, else `kubectl kustomize`), named
+    after `label`; `skipped` names the links the export left out, for kustomize's error when
+    it needed one."""
+    from compiler.cli.kustomize_build import command
+
     try:
-        text = _run(["kustomize", "build", str(folder)]).decode("utf-8", errors="replace")
+        text = _run([*command(), str(folder)]).decode("utf-8", errors="replace")
     except InputError as exc:
         if not skipped:
             raise

@@ -38,11 +38,14 @@ functionConfig options (a ConfigMap's data, or the spec of any kind):
   namespace: NS            the items are applied into NS (tjc render --namespace)
   defaultNamespace: NS     ... only those without a namespace (tjc render --default-namespace)
 
-examples:
-  kustomize build --enable-alpha-plugins --enable-exec overlays/prod
-      (with a transformers: entry whose config.kubernetes.io/function is
-       exec: {path: tjc, args: [krm]})
-  kpt fn eval --exec tjc -- krm     (kpt passes the options as a ConfigMap)
+examples (run from the repository's top folder):
+  kustomize build --enable-alpha-plugins --enable-exec examples/gitops/rendered
+      (its kustomization has a transformers: entry whose config.kubernetes.io/function
+       is exec: {path: tjc, args: [krm]})
+  kpt fn eval examples/gitops/base --exec "tjc krm" -o stdout
+  kpt fn eval examples/gitops/base --exec "tjc krm" -o stdout -- keepTrainJobs=true
+      (kpt runs the --exec command line; the key=value pairs after -- become the
+       functionConfig, a ConfigMap)
 """
 
 

@@ -1,16 +1,18 @@
 """`kustomize build` of a folder for the Argo CD plugin (`compiler.cli.argocd_cmd`).
 
-kustomize comes from PATH. Its output is read no further than an input file is
-(`MAX_BYTES`), so a runaway build cannot fill the memory. `offline=True` (discovery) also bounds
-the time and keeps the build off the network: the proxy variables point at a closed local
-port and git may only use local repositories, so a remote base fails instead of being
-fetched. Started as a list of arguments, never through a shell.
+kustomize comes from PATH; without a standalone `kustomize` there, `kubectl kustomize` (the
+copy kubectl carries) builds instead (`command`). Its output is read no further than an input
+file is (`MAX_BYTES`), so a runaway build cannot fill the memory. `offline=True` (discovery)
+also bounds the time and keeps the build off the network: the proxy variables point at a
+closed local port and git may only use local repositories, so a remote base fails instead of
+being fetched. Started as a list of arguments, never through a shell.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -37,21 +39,30 @@ class Built:
     problem: str = ""
 
 
+def command() -> list[str]:
+    """The build command without its folder: `kustomize build`, or `kubectl kustomize` when
+    only kubectl is on PATH (when neither is, `kustomize build`, whose failure names it)."""
+    if shutil.which("kustomize") is None and shutil.which("kubectl") is not None:
+        return ["kubectl", "kustomize"]
+    return ["kustomize", "build"]
+
+
 def has_kustomization(folder: Path) -> bool:
     """Whether kustomize builds this folder."""
     return any((folder / name).is_file() for name in KUSTOMIZATIONS)
 
 
 def build(folder: Path, *, offline: bool = False, timeout: float | None = None) -> Built:
-    """`kustomize build` in `folder`; never raises for a failed or missing kustomize."""
+    """`kustomize build` (or `kubectl kustomize`) in `folder`; never raises for a failed or
+    missing kustomize."""
     env = {**os.environ, **OFFLINE} if offline else None
     with tempfile.TemporaryFile() as err:
         try:
-            proc = subprocess.Popen(["kustomize", "build", "."], cwd=folder, env=env,
+            proc = subprocess.Popen([*command(), "."], cwd=folder, env=env,
                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                     stderr=err, start_new_session=True)
         except OSError as exc:
-            return Built(None, f"cannot run kustomize: {exc.strerror or exc}")
+            return Built(None, f"cannot run {command()[0]}: {exc.strerror or exc}")
         out, why = _collect(proc, timeout)
         err.seek(0)
         said = " ".join(err.read(STDERR_KEPT).decode(errors="replace").split())

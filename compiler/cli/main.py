@@ -20,7 +20,7 @@ GC_THRESHOLD = 20_000  # allocations between young collections (CPython's defaul
 
 # The verbs in the order `tjc --help` lists them; verb V lives in `compiler.cli.V_cmd`.
 VERBS = ("render", "validate", "runtimes", "explain", "policies", "controller", "run", "krm",
-         "diff", "argocd")
+         "diff", "argocd", "completion")
 
 DESCRIPTION = """\
 Compile Kubeflow Trainer v2 TrainJobs and their runtimes into exactly the JobSet (and side
@@ -33,16 +33,17 @@ exit codes:
 """
 
 EPILOG = """\
-examples:
+examples (run from the repository's top folder):
   tjc render examples/                      render every TrainJob below a folder
-  tjc render job.yaml runtime.yaml -o json  a TrainJob with its own runtime, as JSON
-  cat job.yaml | tjc render -               read from stdin
-  tjc validate jobs/ --format sarif         check everything offline, as SARIF
+  tjc render examples/custom-runtime/ -o json   a TrainJob with its own runtime, as JSON
+  cat examples/jax-mnist.yaml | tjc render -    read from stdin
+  tjc validate examples/ -o sarif           check everything offline, as SARIF
   tjc runtimes list                         the runtimes a TrainJob can reference
   tjc explain examples/jax-mnist.yaml       who set which field of the output
   tjc policies list                         the CUE policy rules tjc applies
-  kustomize build . | tjc render --passthrough -   a whole app, TrainJobs rendered
-  tjc diff --git main HEAD jobs/            what a change does to the JobSets
+  kustomize build examples/gitops/base | tjc render --passthrough -   a whole app rendered
+  tjc diff --git main HEAD examples/        what a change does to the JobSets
+  source <(tjc completion bash)             shell completion (bash, zsh, fish)
 """
 
 

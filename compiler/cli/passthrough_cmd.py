@@ -11,13 +11,14 @@ import argparse
 import sys
 from typing import Any
 
-from compiler.cli import policy_opts
-from compiler.common.diagnostics import Diagnostic, Severity, has_errors
+from compiler.cli import policy_opts, runtimes_opt
+from compiler.common.diagnostics import Diagnostic, Severity, has_errors, one_per_problem
 from compiler.core.context import CompileOptions, SSHKeySource
 from compiler.gitops.passthrough import PassOptions, transform
 from compiler.io import emit
 from compiler.io.builtin import builtin_runtimes
-from compiler.io.loader import Source, read_sources
+from compiler.io.loader import Source, SourceFiles, read_sources
+from compiler.io.placement import in_namespace
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -44,14 +45,17 @@ def run(args: argparse.Namespace, ssh_keys: SSHKeySource | None,
         sources: list[Source] | None = None) -> int:
     """Transform the inputs (`sources`, else the files of the PATHs) and print them; exit 1
     if any input had errors."""
-    sources = read_sources(args.paths) if sources is None else sources
+    sources = read_sources(args.paths, args.exclude) if sources is None else sources
     checker = None if args.no_validate else policy_opts.build(args)
     opts = PassOptions(keep_trainjobs=args.keep_trainjobs, validate=not args.no_validate,
                        compile=CompileOptions(ssh_keys=ssh_keys, name_hash=args.name_hash),
                        policies=checker, fields=args.field_validation, placement=args.placement)
-    builtin = () if args.no_builtin_runtimes else builtin_runtimes()
+    builtin = [] if args.no_builtin_runtimes else list(builtin_runtimes())
+    extra, unreadable = runtimes_opt.extra_runtimes(args, SourceFiles([]))
+    builtin += [in_namespace(doc, args.placement) for doc in extra]
+    errors = has_errors(unreadable)
+    _report(unreadable, quiet=args.quiet)
     objects: list[dict[str, Any]] = []
-    errors = False
     for item in transform(sources, builtin, opts):
         if item.obj is not None and args.output == "json":
             objects.append(item.obj)
@@ -69,6 +73,6 @@ def run(args: argparse.Namespace, ssh_keys: SSHKeySource | None,
 
 
 def _report(diagnostics: list[Diagnostic], *, quiet: bool) -> None:
-    for diag in diagnostics:
+    for diag in one_per_problem(diagnostics):
         if not (quiet and diag.severity is Severity.NOTICE):
             print(diag.text(), file=sys.stderr)

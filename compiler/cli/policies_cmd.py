@@ -17,9 +17,9 @@ EPILOG = """\
 examples:
   tjc policies list                          every built-in rule: id, severity, kinds,
                                              compiled or evaluated by CUE (and why)
-  tjc policies list --policy team-policies/  with your own packs
+  tjc policies list --policy examples/policies/team.cue   with your own packs
   tjc policies show security.privileged      one rule (or pack) and its CUE source
-  tjc policies test team-policies/           run a pack folder's testdata/ cases
+  tjc policies test policies/                run a pack folder's testdata/ cases
   tjc policies test                          run the built-in packs' cases
 
 exit codes: 0 ok, 1 a test case failed, 2 usage error or a pack that does not load.

@@ -10,34 +10,54 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from compiler.cli import fieldopts, jobs, namespace_opt, outdir, passthrough_cmd, policy_opts
-from compiler.common.diagnostics import Diagnostic, Location, Severity, error, has_errors
+from compiler.cli import (
+    console,
+    exclude_opt,
+    fieldopts,
+    jobs,
+    namespace_opt,
+    outdir,
+    passthrough_cmd,
+    policy_opts,
+    runtimes_opt,
+)
+from compiler.common.diagnostics import Diagnostic, Location, error, has_errors
 from compiler.common.errors import InputError
 from compiler.core.context import CompileOptions, SSHKeySource
 from compiler.io import emit
 from compiler.io.builtin import builtin_runtimes
 from compiler.io.inputs import runtime_files, runtime_table
 from compiler.io.loader import Document, SourceFiles
+from compiler.io.placement import in_namespace
 from compiler.render.pipeline import JobResult, render_source
 from compiler.validate.documents import Met, Names, Validator
 
 HELP = "render TrainJobs into the JobSet (and side objects) Kubeflow Trainer creates"
 EPILOG = """\
-examples:
+Stderr gets one line per diagnostic, then a summary line (not with -q); the warnings and
+notices about the built-in runtimes (upstream's files) are only counted there unless
+--show-builtin or -v. Folder walks leave out hidden entries, node_modules, what .gitignore
+files ignore, and --exclude GLOB.
+
+examples (run from the repository's top folder):
   tjc render examples/                          every TrainJob below a folder
-  tjc render job.yaml my-runtime.yaml -o json   with a runtime of your own, as JSON
-  tjc render jobs/ --output-dir rendered/       one file per TrainJob: rendered/<ns>/<name>.yaml
-  tjc render jobs/ --output-dir rendered/ --dry-run   what that would write and delete
-  tjc render jobs/ --output-dir rendered/ --check     in CI: exit 1 unless the committed
-                                                      rendered/ is what the render writes
-  tjc render mpi-job.yaml --mpi-ssh-key generate  also emit the MPI SSH Secret (new keys)
-  tjc render jobs/ --namespace team-a           as kubectl apply -n team-a would place them
-  tjc render jobs/ --policy team-policies/       enforce your own CUE packs too
-  kustomize build overlays/prod | tjc render --passthrough -   everything, TrainJobs rendered
-  helm template my-app chart/ --post-renderer tjc --post-renderer-args render \
+  tjc render examples/custom-runtime/ -o json   with a runtime of your own, as JSON
+  tjc render examples/ --output-dir rendered/   one file per TrainJob: rendered/<ns>/<name>.yaml
+  tjc render examples/ --output-dir rendered/ --dry-run   what that would write and delete
+  tjc render examples/ --output-dir rendered/ --check     in CI: exit 1 unless the committed
+                                                          rendered/ is what the render writes
+  tjc render examples/mlx-mnist.yaml --mpi-ssh-key generate   also the MPI SSH Secret (new keys)
+  tjc render examples/gitops/base/ --namespace ml-team   as kubectl apply -n ml-team places them
+  tjc render examples/ --policy examples/policies/team.cue   enforce your own CUE packs too
+  tjc render examples/custom-runtime/resnet.yaml --runtimes examples/custom-runtime/
+                                                resolve with runtimes another app owns
+                                                (used, never rendered or printed)
+  tjc render examples/ --exclude 'torchtune-*' --show-builtin   leave files out; list every
+                                                finding in the built-in runtimes
+  kustomize build examples/gitops/base | tjc render --passthrough -   everything, rendered
+  helm template my-app examples/helm-chart/ --post-renderer tjc --post-renderer-args render \\
       --post-renderer-args --passthrough --post-renderer-args -
-  tjc render -j 4 jobs/ --output-dir rendered/  in 4 processes (same output as -j 1)
-  kubectl get trainjob mnist -o yaml | tjc render -
+  tjc render -j 4 examples/ --output-dir rendered/   in 4 processes (same output as -j 1)
 """
 
 
@@ -59,6 +79,8 @@ def register(verbs: Any) -> None:
                         help="with --output-dir: write nothing; exit 1, listing each file that "
                         "would be created, changed or deleted (the manifest too), unless DIR "
                         "already holds exactly what the render writes")
+    runtimes_opt.add_argument(parser)
+    exclude_opt.add_argument(parser)
     parser.add_argument("--no-builtin-runtimes", action="store_true",
                         help="do not load the built-in ClusterTrainingRuntimes")
     parser.add_argument("--no-validate", action="store_true",
@@ -74,6 +96,11 @@ def register(verbs: Any) -> None:
                         "GitOps tools create while pruning the old one, instead of an update "
                         "the JobSet webhook refuses (README: Changing a TrainJob)")
     parser.add_argument("-q", "--quiet", action="store_true", help="do not print notices")
+    parser.add_argument("--show-builtin", "-v", "--verbose", action="store_true",
+                        help="print the warnings and notices about the built-in runtimes one "
+                        "by one (upstream's files, which you cannot change; by default the "
+                        "summary line counts them)")
+    console.add_color_argument(parser)
     fieldopts.add_argument(parser)
     namespace_opt.add_arguments(parser)
     jobs.add_argument(parser)
@@ -93,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(error("TJC-USAGE", problem))
     if args.passthrough:
         return passthrough_cmd.run(args, _ssh_keys(args.mpi_ssh_key))
-    sources = SourceFiles(args.paths)
+    sources = SourceFiles(args.paths, args.exclude)
     with jobs.Workers(jobs.workers(args.jobs, sources), _worker, (args, sources)) as workers:
         return _run(args, Pipeline(args, sources), workers)
 
@@ -132,8 +159,11 @@ class Pipeline:
                  runtime_files: SourceFiles | None = None) -> None:
         self.args, self.sources = args, sources
         self.builtin = [] if args.no_builtin_runtimes else list(builtin_runtimes())
+        extra, unreadable = runtimes_opt.extra_runtimes(args, sources)
+        self.builtin += [in_namespace(doc, args.placement) for doc in extra]
         first = sources if runtime_files is None else runtime_files
         self.table, self.notes = runtime_table(first, self.builtin, args.placement)
+        self.notes[:0] = unreadable
         self.options = CompileOptions(ssh_keys=_ssh_keys(args.mpi_ssh_key),
                                       name_hash=args.name_hash)
         self.checker = None if args.no_validate else policy_opts.build(args)
@@ -197,20 +227,23 @@ def _render(args: argparse.Namespace, pipeline: Pipeline, workers: jobs.Workers,
             writer: outdir.DirWriter | None) -> bool:
     """Render every TrainJob to stdout or DIR; True when anything had errors."""
     out = _Output(args, pipeline, writer)
+    stderr = out.stderr
     out.emit([pipeline.notes])
     policy_errors = list(pipeline.checker.policies.errors) if pipeline.checker else []
     for events, new in workers.ordered(pipeline.plan()):
         out.emit(events)
         policy_errors += [d for d in new if d not in policy_errors]
     if pipeline.checker is not None and policy_errors:
-        report(policy_errors, quiet=args.quiet)
+        stderr.add(policy_errors)
         out.errors = True
     if writer is not None:
         closing = _finish(writer)
-        report(closing, quiet=args.quiet)
+        stderr.add(closing)
         out.errors = out.errors or has_errors(closing)
     elif args.output == "json":
         sys.stdout.write(out.json_end())
+    sys.stdout.flush()
+    stderr.finish(out.rendered, out.trainjobs)
     return out.errors
 
 
@@ -223,6 +256,10 @@ class _Output:
         self.errors = False
         self.items = 0
         self.names = Names()
+        self.rendered = self.trainjobs = 0
+        self.stderr = console.StderrReport(
+            sys.stderr, quiet=args.quiet, show_builtin=args.show_builtin,
+            colour=console.colour_on(args.color, sys.stderr))
 
     def emit(self, events: list[Event]) -> None:
         checker = self.pipeline.checker
@@ -232,9 +269,15 @@ class _Output:
             if isinstance(event, Job):
                 found += self._job(event)
             self.errors = self.errors or has_errors(found)
-            report(found, quiet=self.args.quiet)
+            self.stderr.add(found)
 
     def _job(self, job: Job) -> list[Diagnostic]:
+        found = self._write(job)
+        self.trainjobs += 1
+        self.rendered += job.has_objects and not has_errors(found)
+        return found
+
+    def _write(self, job: Job) -> list[Diagnostic]:
         if self.writer is not None:  # it refuses a second TrainJob of one file itself
             found = self.writer.write(*job.names, job.has_objects, job.text)
             return [d.at(self._locate(job, ("metadata", "name"))) for d in found]
@@ -269,14 +312,6 @@ def _ssh_keys(choice: str | None) -> SSHKeySource | None:
     from compiler.io import sshkeys  # only now: key handling needs the cryptography package
 
     return sshkeys.generated() if choice == "generate" else sshkeys.from_file(choice)
-
-
-def report(diagnostics: list[Diagnostic], *, quiet: bool) -> None:
-    """One line per diagnostic on stderr."""
-    for diag in diagnostics:
-        if quiet and diag.severity is Severity.NOTICE and diag.suppression is None:
-            continue
-        print(diag.text(), file=sys.stderr)
 
 
 def _writer(args: argparse.Namespace) -> outdir.DirWriter | None:

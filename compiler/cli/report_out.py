@@ -1,7 +1,8 @@
 """`tjc validate`'s report written as the diagnostics come, byte for byte what
 `compiler.validate.report.RENDERERS` prints for the whole list.
 
-text and github lines go out at once; a JSON or SARIF report's items are spooled to a
+text and github lines go out at once; a JUnit report is written at the end (it groups the
+diagnostics by file, so it holds them); a JSON or SARIF report's items are spooled to a
 temporary file and copied between the head and the tail, which depend on the whole run (the
 summary, the exit code, the rules). The exit code is counted on the way. Memory stays flat
 however many diagnostics there are.
@@ -15,8 +16,9 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any, TextIO
 
+from compiler.cli import console
 from compiler.common.diagnostics import Diagnostic, Severity
-from compiler.validate import github, report, sarif
+from compiler.validate import github, junit, report, sarif
 from compiler.validate.locations import BUILTIN_PREFIX, Context
 
 MARK = "@@tjc-items@@"
@@ -35,8 +37,11 @@ def _only_builtin(d: Diagnostic) -> bool:
 class Report:
     """One run's report: `add` each diagnostic, then `finish` with the run's context."""
 
-    def __init__(self, fmt: str, out: TextIO, context: Context, *, strict: bool) -> None:
+    def __init__(self, fmt: str, out: TextIO, context: Context, *, strict: bool,
+                 files: list[str] | None = None, colour: bool = False) -> None:
         self.fmt, self.out, self.context, self.strict = fmt, out, context, strict
+        self.files, self.colour = files or [], colour
+        self.held: list[Diagnostic] = []  # JUnit's
         self.counts: Counter[Severity] = Counter()
         self.rules: set[str] = set()
         self.failing = False
@@ -51,10 +56,11 @@ class Report:
         """Count one diagnostic and write (or spool) its part of the report."""
         self.counts[d.severity] += 1
         self.rules.add(d.rule)
-        self.failing = self.failing or d.severity is Severity.ERROR or (
-            self.strict and d.severity is Severity.WARNING and not _only_builtin(d))
-        if self.fmt == "text":
-            self.out.write(d.text() + "\n")
+        self.failing = self.failing or self._fails(d)
+        if self.fmt == "junit":
+            self.held.append(d)
+        elif self.fmt == "text":
+            self.out.write(console.line(d, self.colour) + "\n")
         elif self.fmt == "github":
             self.out.write(github.render([d], self.context))
         else:
@@ -63,6 +69,10 @@ class Report:
             depth = 2 if self.fmt == "json" else 4
             self.spool.write(("" if sum(self.counts.values()) == 1 else ",\n")
                              + _nested(item, depth))
+
+    def _fails(self, d: Diagnostic) -> bool:
+        return d.severity is Severity.ERROR or (
+            self.strict and d.severity is Severity.WARNING and not _only_builtin(d))
 
     @property
     def exit_code(self) -> int:
@@ -76,6 +86,8 @@ class Report:
             self.out.write(f"{self.counts[Severity.ERROR]} errors, "
                            f"{self.counts[Severity.WARNING]} warnings, "
                            f"{self.counts[Severity.NOTICE]} notices\n")
+        if self.fmt == "junit":
+            self.out.write(junit.render(self.files, self.held, self._fails))
         if self.spool is None:
             return
         whole = self._whole(context)

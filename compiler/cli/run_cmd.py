@@ -48,8 +48,9 @@ exit codes:
 EPILOG = """\
 examples:
   tjc run --local examples/jax-psum.yaml --python .venv-jax/bin/python
-  tjc run --local job.yaml --runtime my-runtime.yaml --workdir src/
-  tjc run --local gpu-job.yaml --ignore-gpus --timeout 300
+  tjc run --local examples/custom-runtime/resnet.yaml \\
+      --runtime examples/custom-runtime/runtime.yaml --workdir examples/
+  tjc run --local examples/torch-mnist.yaml --ignore-gpus --timeout 300
 """
 
 

@@ -46,8 +46,8 @@ examples:
   tjc runtimes                                  the built-in runtimes, as a table
   tjc runtimes list -o json                     the same as JSON, for scripts
   tjc runtimes show torch-distributed           one runtime as YAML
-  tjc runtimes --runtimes runtimes/ list        with your runtimes (they override built-ins)
-  tjc runtimes show my-rt --runtimes rt/ --namespace team-a -o json
+  tjc runtimes --runtimes examples/custom-runtime/ list   yours too (they override built-ins)
+  tjc runtimes show vision-torch --runtimes examples/custom-runtime/ -n team-vision -o json
 """
 
 

@@ -10,10 +10,18 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from compiler.cli import fieldopts, jobs, namespace_opt, policy_opts
-from compiler.common.diagnostics import Diagnostic, Severity
-from compiler.core.resolve import RUNTIME_KINDS
-from compiler.io.loader import Document, SourceFiles, parse_source, read_sources
+from compiler.cli import (
+    console,
+    exclude_opt,
+    fieldopts,
+    jobs,
+    namespace_opt,
+    outputopt,
+    policy_opts,
+    runtimes_opt,
+)
+from compiler.common.diagnostics import Diagnostic, Severity, one_per_problem
+from compiler.io.loader import SourceFiles, read_sources
 from compiler.validate.locations import Context
 
 if TYPE_CHECKING:
@@ -32,18 +40,27 @@ only from the built-in runtimes themselves, upstream's files, are reported but d
 --strict), 2 usage error, unreadable input, or policies that cannot be applied (no CUE
 evaluator: pass --no-default-policies to validate without them).
 
-examples:
-  tjc validate jobs/ runtimes/                  every document below two folders
-  tjc validate job.yaml --format sarif > tjc.sarif
-  tjc validate job.yaml --against old/job.yaml  also check immutable fields (a GitOps diff)
-  tjc validate --strict jobs/                   fail on warnings too
-  tjc validate jobs/a.yaml --runtimes runtimes/  resolve runtimeRefs with your runtimes
-  tjc validate jobs/a.yaml --repo-runtimes      ... with every runtime in the git repository
-  tjc validate jobs/ --format github            GitHub Actions annotations
-  tjc validate app/ --namespace team-a          as applied into team-a (kubectl apply -n)
-  tjc validate jobs/ --policy team-policies/ --policy-values limits.yaml
-  tjc validate jobs/ --skip images.tag          all built-in packs but one rule
-  tjc validate -j 4 jobs/                       in 4 processes (same report as -j 1)
+Folder walks leave out hidden entries, node_modules, what .gitignore files ignore, and
+--exclude GLOB. -o junit writes JUnit XML: one test case per input file, a failure per error.
+
+examples (run from the repository's top folder):
+  tjc validate examples/custom-runtime/ examples/gitops/base/   every document of two folders
+  tjc validate examples/jax-mnist.yaml -o sarif > tjc.sarif
+  tjc validate examples/jax-mnist.yaml --against examples/jax-mnist.yaml
+                                                also check immutable fields against OLD
+  tjc validate --strict examples/               fail on warnings too
+  tjc validate examples/custom-runtime/resnet.yaml --runtimes examples/custom-runtime/
+                                                resolve runtimeRefs with your runtimes
+  tjc validate examples/custom-runtime/resnet.yaml --repo-runtimes
+                                                ... with every runtime in the git repository
+  tjc validate examples/ -o github              GitHub Actions annotations
+  tjc validate examples/ -o junit > tjc-junit.xml   JUnit XML for CI test reports
+  tjc validate examples/ --exclude helm-chart   leave a folder out of the walk
+  tjc validate examples/gitops/base/ --namespace ml-team   as applied into ml-team (apply -n)
+  tjc validate examples/ --policy examples/policies/team.cue \\
+      --policy-values examples/policies/values.cue   your own pack, and the packs' settings
+  tjc validate examples/ --skip images.tag      all built-in packs but one rule
+  tjc validate -j 4 examples/                   in 4 processes (same report as -j 1)
 """
 
 
@@ -53,16 +70,16 @@ def register(verbs: Any) -> None:
                               epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("paths", nargs="+", metavar="PATH",
                         help="YAML/JSON file, folder (searched recursively) or - for stdin")
-    parser.add_argument("--format", choices=("text", "json", "sarif", "github"),
-                        default="text", help="output format (default: text; github: GitHub "
-                        "Actions annotations)")
+    outputopt.add_argument(parser, ("text", "json", "sarif", "github", "junit"), "text",
+                           "output format (default: text; github: GitHub Actions annotations; "
+                           "junit: JUnit XML, one test case per input file)",
+                           dest="format", old=("--format",))
     parser.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
     parser.add_argument("--against", action="append", default=[], metavar="OLD",
                         help="previous version of the inputs (file or folder), to check "
                         "transition rules such as immutable fields; may be repeated")
-    parser.add_argument("--runtimes", action="append", default=[], metavar="PATH",
-                        help="more runtime documents to resolve runtimeRefs with (not "
-                        "themselves reported); may be repeated")
+    runtimes_opt.add_argument(parser)
+    exclude_opt.add_argument(parser)
     parser.add_argument("--repo-runtimes", action="store_true",
                         help="also resolve runtimeRefs with every runtime in the git "
                         "repository of the working folder (what the pre-commit hook does)")
@@ -70,6 +87,7 @@ def register(verbs: Any) -> None:
                         help="do not load the built-in ClusterTrainingRuntimes")
     parser.add_argument("-q", "--quiet", action="store_true",
                         help="do not report notices (exemptions used are still reported)")
+    console.add_color_argument(parser)
     fieldopts.add_argument(parser)
     namespace_opt.add_arguments(parser)
     jobs.add_argument(parser)
@@ -79,7 +97,7 @@ def register(verbs: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Validate, print the report on stdout as it comes, return the exit code."""
-    sources = SourceFiles(args.paths)
+    sources = SourceFiles(args.paths, args.exclude)
     # a worker cannot read stdin again: `--against -` or `--runtimes -` stay in one process
     stdin = "-" in (*args.against, *args.runtimes)
     processes = 1 if stdin else jobs.workers(args.jobs, sources)
@@ -93,12 +111,15 @@ def _report(args: argparse.Namespace, pipeline: Pipeline, workers: jobs.Workers)
     from compiler.validate.documents import Names, locate_in
 
     context = _context(args, pipeline.checker)
-    out = report_out.Report(args.format, sys.stdout, context, strict=args.strict)
+    out = report_out.Report(args.format, sys.stdout, context, strict=args.strict,
+                            files=pipeline.sources.names,
+                            colour=console.colour_on(args.color, sys.stdout))
     for d in pipeline.notes:
         _add(args, out, d)
     policy_errors = list(pipeline.checker.policies.errors) if pipeline.checker else []
     names, locate = Names(), locate_in(pipeline.sources)
     for found, new, met in workers.ordered(pipeline.plan()):
+        found = one_per_problem(found)
         for d in pipeline.checker.once(found) if pipeline.checker else found:
             _add(args, out, d)
         for d in names.meet(met, locate):
@@ -129,7 +150,7 @@ class Pipeline:
 
         self.args, self.sources = args, sources
         self.builtin = [] if args.no_builtin_runtimes else list(builtin_runtimes())
-        extra, unreadable = _extra_runtimes(args, sources)
+        extra, unreadable = runtimes_opt.extra_runtimes(args, sources)
         self.builtin += [in_namespace(doc, args.placement) for doc in extra]
         first = sources if runtime_files is None else runtime_files
         self.table, self.notes = runtime_table(first, self.builtin, args.placement)
@@ -209,30 +230,6 @@ def exit_code(diagnostics: list[Diagnostic], *, strict: bool) -> int:
 def _only_builtin(d: Diagnostic) -> bool:
     return bool(d.locations) and all(loc.file.startswith(BUILTIN_PREFIX)
                                      for loc in d.locations)
-
-
-def _extra_runtimes(args: argparse.Namespace, sources: SourceFiles
-                    ) -> tuple[list[Document], list[Diagnostic]]:
-    """The runtimes of --runtimes and --repo-runtimes, read in full on every run (a
-    pre-commit batch too), without the input files, which report their own; and the errors
-    of --runtimes documents that do not parse (a runtime a TrainJob needs may be among them)."""
-    extra: list[Document] = []
-    unreadable: list[Diagnostic] = []
-    if not (args.runtimes or args.repo_runtimes):
-        return extra, unreadable
-    inputs = {os.path.realpath(n) for n in sources.names}
-    for source in read_sources(args.runtimes):
-        if os.path.realpath(source.name) in inputs:
-            continue
-        docs, problems = parse_source(source)
-        extra += [doc for doc in docs if doc.data.get("kind") in RUNTIME_KINDS]
-        unreadable += [d for d in problems if d.severity is Severity.ERROR]
-    if args.repo_runtimes:
-        from compiler.cli import repo
-
-        seen = inputs | {os.path.realpath(d.source.name) for d in extra}
-        extra += repo.runtimes(seen)
-    return extra, unreadable
 
 
 def _context(args: argparse.Namespace, checker: PolicyChecker | None) -> Context:

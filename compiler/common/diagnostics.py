@@ -143,3 +143,25 @@ def refused(diagnostics: Iterable[Diagnostic]) -> bool:
 def with_object(diagnostics: Sequence[Diagnostic], obj: ObjectRef) -> list[Diagnostic]:
     """Attach an object reference to diagnostics that have none."""
     return [d if d.obj else replace(d, obj=obj) for d in diagnostics]
+
+
+# A rule whose finding another rule states better, at the same object and field path: the
+# schema's raw quantity pattern and the quantity check; the ObjectMeta name check and the
+# CRD's stricter name rule (an RFC 1035 label is also an RFC 1123 subdomain, so a name that
+# fails the first always fails the second). The layers keep both, as the API server would
+# list both; what a person reads says each problem once.
+COVERED_BY = {"TJC-SCHEMA-PATTERN": "TJC-SCHEMA-QUANTITY",
+              "TJC-META-NAME": "TJC-CEL-NAME-FORMAT"}
+
+
+def one_per_problem(diagnostics: Sequence[Diagnostic]) -> list[Diagnostic]:
+    """The diagnostics without those another one of the list states better (`COVERED_BY`):
+    one line per problem. Order is kept."""
+    better = {(d.rule, d.obj, d.path) for d in diagnostics if d.rule in _BETTER}
+    if not better:
+        return list(diagnostics)
+    return [d for d in diagnostics
+            if (COVERED_BY.get(d.rule), d.obj, d.path) not in better]
+
+
+_BETTER = frozenset(COVERED_BY.values())

@@ -39,6 +39,7 @@ from compiler.io.loadlimits import (
     too_deep,
     too_deep_error,
 )
+from compiler.io.walkfilter import GITIGNORE, WalkFilter
 from compiler.io.yamlread import FAST_PLAIN, go_tags, loader_for
 
 MAX_BYTES = 64 * 1024 * 1024
@@ -393,37 +394,42 @@ def parse_source(source: Source) -> tuple[list[Document], list[Diagnostic]]:
     return docs, problems
 
 
-def expand_paths(paths: Sequence[str]) -> Iterator[str]:
-    """Files named directly, and .yaml/.yml/.json files below folders (sorted)."""
+def expand_paths(paths: Sequence[str], exclude: Sequence[str] = ()) -> Iterator[str]:
+    """Files named directly, and .yaml/.yml/.json files below folders (sorted), without what
+    `compiler.io.walkfilter` leaves out there (`exclude`: globs of `--exclude`)."""
     for path in paths:
         if path == "-":
             yield path
             continue
         if os.path.isdir(path):
-            yield from sorted(_files_below(str(Path(path))))
+            yield from sorted(_files_below(str(Path(path)), WalkFilter(path, exclude)))
         else:
             yield path
 
 
-def _files_below(top: str) -> Iterator[str]:
-    """The input files below a folder, not below hidden folders or symlinked ones, named as
-    `Path(top) / ...` names them (os.scandir: pathlib would intern every name, and a folder's
-    entries tell which are regular files without a stat of each)."""
-    folders = [top]
+def _files_below(top: str, walk: WalkFilter) -> Iterator[str]:
+    """The input files below a folder, not below hidden folders or symlinked ones, nor what
+    `walk` leaves out, named as `Path(top) / ...` names them (os.scandir: pathlib would intern
+    every name, and a folder's entries tell which are regular files without a stat of each)."""
+    folders = [(top, walk.outer_rules())]
     while folders:
+        folder, rules = folders.pop()
         try:
-            with os.scandir(folders.pop()) as listing:
+            with os.scandir(folder) as listing:
                 entries = list(listing)
         except OSError:  # as os.walk: an unreadable folder is passed over
             continue
+        if any(entry.name == GITIGNORE for entry in entries):
+            rules = [*rules, *walk.rules_of(walk.absolute(folder))]
         for entry in entries:
             name = entry.name
             if name.startswith("."):
                 continue
             if _is(entry.is_dir):
-                if not _is(entry.is_symlink):
-                    folders.append(entry.path)
-            elif os.path.splitext(name)[1] in SUFFIXES and _is(entry.is_file):
+                if not _is(entry.is_symlink) and not walk.skipped(entry.path, name, True, rules):
+                    folders.append((entry.path, rules))
+            elif (os.path.splitext(name)[1] in SUFFIXES and _is(entry.is_file)
+                  and not walk.skipped(entry.path, name, False, rules)):
                 yield entry.path[2:] if top == "." else entry.path
 
 
@@ -434,9 +440,9 @@ def _is(test: Callable[[], bool]) -> bool:
         return False
 
 
-def read_sources(paths: Sequence[str]) -> list[Source]:
+def read_sources(paths: Sequence[str], exclude: Sequence[str] = ()) -> list[Source]:
     """Read every input file; a missing or unreadable path raises InputError."""
-    return [read_source(path) for path in expand_paths(paths)]
+    return [read_source(path) for path in expand_paths(paths, exclude)]
 
 
 class PathList(Sequence[str]):
@@ -471,8 +477,8 @@ class SourceFiles:
     each file in turn (again on every pass; stdin once), so a run over many files holds
     one at a time. `names` are the paths as `read_source` names them."""
 
-    def __init__(self, paths: Sequence[str]) -> None:
-        self.paths: Sequence[str] = PathList(expand_paths(paths))
+    def __init__(self, paths: Sequence[str], exclude: Sequence[str] = ()) -> None:
+        self.paths: Sequence[str] = PathList(expand_paths(paths, exclude))
         self._stdin = read_source("-") if "-" in self.paths else None
 
     @property

@@ -94,3 +94,22 @@ def test_explain_reports_every_parse_problem_located(
     job.write_text(Path(EXAMPLE).read_text() + "---\na: [\n")
     code, _, err = run(["explain", str(job)], capsys)
     assert code == 1 and err.startswith(f"{job}:") and "[TJC-INPUT-SYNTAX]" in err
+
+
+def test_a_folder_or_a_file_of_several_trainjobs(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """Every TrainJob in input order; one with errors is reported, the others explained."""
+    text = Path(EXAMPLE).read_text()
+    both = tmp_path / "both.yaml"
+    both.write_text(text + "---\n" + text.replace("name: jax-mnist", "name: second"))
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "broken.yaml").write_text(text.replace("name: jax-mnist", "name: b")
+                                                  .replace("numNodes: 2", "numNodes: two"))
+    code, out, err = run(["explain", str(both)], capsys)
+    assert code == 0 and err == ""
+    assert [ln.split(" (")[0] for ln in out.splitlines() if ln.startswith("TrainJob ")] == [
+        "TrainJob default/jax-mnist", "TrainJob default/second"]
+    assert out.count("plugins, in graph order:") == 2
+    code, out, err = run(["explain", str(tmp_path)], capsys)
+    assert code == 1 and "spec.trainer.numNodes" in err and "default/b" in err
+    assert out.count("plugins, in graph order:") == 2

@@ -386,4 +386,4 @@ def test_check_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str],
 def test_check_is_in_the_help(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         main(["render", "--help"])
-    assert "tjc render jobs/ --output-dir rendered/ --check" in capsys.readouterr().out
+    assert "tjc render examples/ --output-dir rendered/ --check" in capsys.readouterr().out

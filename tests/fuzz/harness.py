@@ -37,7 +37,8 @@ CASE_SECONDS = 20.0
 CPU_SECONDS = 3600
 LOCATED = re.compile(r"^(?:<builtin>/)?[^\s:][^:]*:\d+:\d+: (?:error|warning|notice): .* \[[^\]]+\]"
                      r"(?: \(also [^)]*\))*$")
-SUMMARY = re.compile(r"^\d+ errors, \d+ warnings, \d+ notices$")
+SUMMARY = re.compile(r"^(?:\d+ of \d+ TrainJobs rendered: )?\d+ errors, \d+ warnings, "
+                     r"\d+ notices(?: \(\d+ more in the built-in runtimes, .*\))?$")
 REPO = Path(__file__).resolve().parents[2]
 OUT_OF_MEMORY = "ran out of memory"
 RECYCLE = 300
@@ -73,7 +74,7 @@ def problems(case: Case, out: Outcome) -> list[str]:
         found.append(f"exit code {out.code}")
     if "Traceback" in out.stderr or "Traceback" in out.stdout:
         found.append("a traceback was printed")
-    report = out.stdout.splitlines() if case.verb == "validate" and "--format" not in case.args \
+    report = out.stdout.splitlines() if case.verb == "validate" and "-o" not in case.args \
         else []
     for line in [*out.stderr.splitlines(), *report]:
         if not (LOCATED.match(line) or SUMMARY.match(line)

@@ -197,7 +197,7 @@ def cases_for(draw: st.DrawFn, files: st.SearchStrategy[dict[str, str]]) -> Case
 
 _FLAGS = {"render": ["--no-validate", "-o json", "--no-default-policies", "--output-dir out",
                      "--no-builtin-runtimes", "-q"],
-          "validate": ["--strict", "--format json", "--no-default-policies", "-q",
+          "validate": ["--strict", "-o json", "--no-default-policies", "-q",
                        "--no-builtin-runtimes"]}
 
 

@@ -50,3 +50,39 @@ def test_a_path_that_is_no_folder_is_taken_as_a_file(tmp_path: Path) -> None:
         [str(tmp_path / "in" / "no-such-folder")]  # reported when it is read
     assert list(expand_paths([str(tmp_path / "in" / "b.yaml")])) == [
         str(tmp_path / "in" / "b.yaml")]
+
+
+def _files(top: Path, names: list[str]) -> None:
+    for name in names:
+        (top / name).parent.mkdir(parents=True, exist_ok=True)
+        (top / name).write_text("kind: X\n")
+
+
+def test_node_modules_and_what_gitignore_ignores_are_not_walked(tmp_path: Path) -> None:
+    """A repository (`.git`) whose root .gitignore anchors a folder and ignores a suffix, a
+    nested .gitignore that takes one file back; the walk starts below the root."""
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / ".gitignore").write_text("# generated\n/app/out/\n*.tmp.yaml\n")
+    _files(repo, ["app/job.yaml", "app/out/rendered.yaml", "app/x.tmp.yaml",
+                  "app/node_modules/pkg/deploy.yaml", "app/web/node_modules/a.yaml",
+                  "app/keep/keep.tmp.yaml", "app/keep/other.tmp.yaml", "app/cache/c.json",
+                  "app/sub/out/kept.yaml"])
+    (repo / "app" / "keep" / ".gitignore").write_text("!keep.tmp.yaml\n")
+    (repo / "app" / ".gitignore").write_text("cache/\n")
+    top = str(repo / "app")
+    assert [p.removeprefix(top + "/") for p in expand_paths([top])] == [
+        "job.yaml", "keep/keep.tmp.yaml", "sub/out/kept.yaml"]
+    # a file named on the command line is read whatever .gitignore says
+    assert list(expand_paths([f"{top}/x.tmp.yaml"])) == [f"{top}/x.tmp.yaml"]
+
+
+def test_exclude_globs_match_a_name_or_the_path_below_the_folder(tmp_path: Path) -> None:
+    _files(tmp_path, ["jobs/a.yaml", "jobs/a.values.yaml", "jobs/charts/c/t.yaml",
+                      "jobs/deep/charts/d.yaml"])
+    top = str(tmp_path / "jobs")
+    walked = list(expand_paths([top], ["*.values.yaml", "charts/*"]))
+    assert [p.removeprefix(top + "/") for p in walked] == ["a.yaml", "deep/charts/d.yaml"]
+    walked = list(expand_paths([top], ["charts"]))
+    assert [p.removeprefix(top + "/") for p in walked] == ["a.values.yaml", "a.yaml"]
+    assert len(SourceFiles([top], ["*.values.yaml"])) == 3
