@@ -50,12 +50,14 @@ TRAINER_CONTROLLER = "trainer.kubeflow.org/trainjob-controller"
 
 @dataclass(frozen=True)
 class CompileResult:
-    """The objects created for one TrainJob (empty on error) and every diagnostic."""
+    """The objects created for one TrainJob (empty on error) and every diagnostic; `origins`,
+    where each field of the objects came from (`compiler.core.provenance`; None when the
+    compile did not run), is not compared."""
 
     objects: tuple[Obj, ...]
     diagnostics: tuple[Diagnostic, ...]
     plugins: tuple[str, ...] = ()
-    origins: Recorder | None = None
+    origins: Recorder | None = field(default=None, compare=False, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -188,8 +190,7 @@ def compile_defaulted(tj: Obj, prepared: PreparedRuntime, *, options: CompileOpt
     if has_errors(diagnostics):
         objects = []
     return CompileResult(tuple(objects), tuple(with_object(diagnostics, ref)),
-                         tuple(p.name for p in plugins),
-                         ctx.origins if ctx.origins.enabled else None)
+                         tuple(p.name for p in plugins), ctx.origins)
 
 
 def _compile(tj: Obj, prepared: PreparedRuntime, options: CompileOptions, refuse: bool = True
@@ -198,8 +199,7 @@ def _compile(tj: Obj, prepared: PreparedRuntime, options: CompileOptions, refuse
     `TjcError` on a compile error); with `refuse`, an error for a JobSet the cluster could
     never run (`limits`), else the errors the API server would give its Jobs and Pods
     (`podrefusals`)."""
-    ctx = build_context(tj, prepared.doc, prepared.spec_copy(),
-                        Recorder() if options.trace else None, prepared.merged)
+    ctx = build_context(tj, prepared.doc, prepared.spec_copy(), Recorder(), prepared.merged)
     ctx.options = options
     plugins = prepared.plugins(ctx)
     objects, diagnostics = _run_plugins(ctx, plugins)
@@ -232,9 +232,8 @@ def _run_plugins(ctx: Context, plugins: Sequence[PluginSpec]) -> tuple[list[Obj]
             result: PluginResult = step(ctx)
             for edit in result.edits:
                 apply_edit(ctx, edit, plugin.name)
-            if ctx.origins.enabled:
-                for obj in result.objects:
-                    _record_object(ctx, obj, plugin.name)
+            for obj in result.objects:
+                _record_object(ctx, obj, plugin.name)
             objects.extend(result.objects)
             diagnostics.extend(result.diagnostics)
     return objects, diagnostics

@@ -15,7 +15,7 @@ from typing import Any, cast
 
 from compiler.common.diagnostics import Path, format_path
 from compiler.common.jsondata import Obj, copy_json, value_key
-from compiler.core.provenance import OFF, Origin, Recorder, copied, made, object_root
+from compiler.core.provenance import Origin, Recorder, Write, copied, made, object_root
 from compiler.kube import roundtrip as typed
 from compiler.kube import strategicmerge as smp
 from compiler.kube.defaults import canonicalize_quantities, quantity_tree
@@ -36,8 +36,7 @@ class CompileOptions:
     """What the cluster would supply, passed in so the compile stays pure.
 
     `ssh_keys(namespace, name)` returns the key pair of a TrainJob's MPI SSH Secret; without
-    it, no Secret is emitted and a notice says which Secret the job needs. `trace` records
-    where every output field came from (`compiler.core.provenance`, for `tjc explain`).
+    it, no Secret is emitted and a notice says which Secret the job needs.
     `field_validation` is kubectl's for unknown fields in admission (`strict`, `warn` or
     `ignore`; `compiler.core.admission.field_validation`).
     `name_hash` is read by the render pipeline, not by the compile: it renders each TrainJob
@@ -45,7 +44,6 @@ class CompileOptions:
     """
 
     ssh_keys: SSHKeySource | None = None
-    trace: bool = False
     field_validation: str = "strict"
     name_hash: bool = False
 
@@ -62,6 +60,8 @@ PATCHES: Path = ("spec", "runtimePatches")
 PATCH_SPEC: Path = ("trainingRuntimeSpec", "template", "spec")
 TEMPLATE_COUNT = made("the job template's parallelism (default 1), written as the pod-set count "
                       "by the JobSet builder")
+TEMPLATE_SPEC = Origin("runtime spec.template.spec", "runtime", ("spec", "template", "spec"),
+                       exact=True)
 POLICY_COUNT = Origin("runtime spec.mlPolicy.numNodes (CRD default 1 when unset), via the "
                       "trainer pod-set count", "runtime", ("spec", "mlPolicy", "numNodes"))
 POLICY_COUNT_UNSET = replace(POLICY_COUNT, path=("spec", "mlPolicy"))
@@ -105,7 +105,7 @@ class Context:
     clear_trainer_args: bool = False
     facts: dict[str, Any] = field(default_factory=dict)
     options: CompileOptions = DEFAULT_OPTIONS
-    origins: Recorder = OFF
+    origins: Recorder = field(default_factory=Recorder)
     root: Path = ()
     pod_meta_origins: dict[tuple[str, str], Origin] = field(default_factory=dict)
     command_origin: Origin | None = None
@@ -166,25 +166,24 @@ def build_context(trainjob: Obj, runtime: Obj, spec: Obj, origins: Recorder | No
                   merged: MergedSpecs | None = None) -> Context:
     """Build the context from a defaulted TrainJob, its defaulted runtime and a fresh copy of
     the runtime's JobSet spec after the typed round trip (`typed.jobset_spec`), which the
-    context takes over. With `origins`, every field written is recorded there; without,
-    `merged` (the runtime's, when given) remembers what the runtime patches merge to."""
+    context takes over. Every field written is recorded in `origins` (a new recorder when
+    None); `merged` (the runtime's, when given) remembers what the runtime patches merge to."""
     rt_spec = runtime.get("spec") or {}
     template = rt_spec.get("template") or {}
     ml_policy = rt_spec.get("mlPolicy")
     patches = runtime_patches(trainjob)
-    origins = origins or OFF
-    root: Path = ()
+    origins = origins if origins is not None else Recorder()
     labels, annotations = _propagated_metadata(template, patches)
-    if origins.enabled:
-        root = object_root(*JOBSET_API, str((trainjob.get("metadata") or {}).get("name", "")))
-        _record_template(origins, root, trainjob, runtime, spec)
-        _record_metadata(origins, root, labels, annotations, patches)
-    if merged is not None and not origins.enabled:
-        spec = merged.merge(spec, patches)
-    else:
-        spec = merge_patches(spec, patches, origins, root)
-    if origins.enabled:
-        origins.add_output(root, {"spec": spec})
+    root = object_root(*JOBSET_API, str((trainjob.get("metadata") or {}).get("name", "")))
+    origins.add_input("trainjob", trainjob)
+    origins.add_input("runtime", runtime)
+    origins.record((*root, "spec"), TEMPLATE_SPEC)
+    names = (tuple(labels), tuple(annotations))
+    raw = template.get("spec")
+    merged = merged if merged is not None else MergedSpecs()
+    origins.defer(lambda: _template_writes(root, raw, names, patches, merged))
+    spec = merged.merge(spec, patches)
+    origins.add_output(root, {"spec": spec})
     pod_sets = []
     for index, rjob in enumerate(spec.get("replicatedJobs") or []):
         pod_sets.append(_pod_set(index, rjob, trainjob, ml_policy, origins, root))
@@ -227,24 +226,26 @@ def _propagated_metadata(template: Obj, patches: list[Obj]) -> tuple[dict[str, s
     return labels, annotations
 
 
-def _record_template(origins: Recorder, root: Path, trainjob: Obj, runtime: Obj,
-                     spec: Obj) -> None:
-    """The inputs, and the JobSet spec as the runtime's template (what the typed round trip
-    changed recorded as such)."""
-    origins.add_input("trainjob", trainjob)
-    origins.add_input("runtime", runtime)
-    origins.record((*root, "spec"), Origin("runtime spec.template.spec", "runtime",
-                                           ("spec", "template", "spec"), exact=True,
-                                           anchor=(*root, "spec")))
-    template = (runtime.get("spec") or {}).get("template") or {}
-    _record_normalized(origins, root, template.get("spec"), spec)
+def _template_writes(root: Path, raw: Any, names: tuple[tuple[str, ...], ...],
+                     patches: list[Obj], merged: MergedSpecs) -> Iterator[Write]:
+    """After the JobSet spec copied from the runtime's template (`raw`, its spec): what the
+    typed round trip normalized, the JobSet's labels and annotations (`names`: their keys),
+    and what the runtime patches changed (both of those kept by the runtime's `merged`)."""
+    origin = Origin("runtime spec.template.spec (normalized as the API server stores it)",
+                    "runtime", ("spec", "template", "spec"), anchor=(*root, "spec"))
+    for path in merged.normalized(raw):
+        yield (*root, "spec", *path), origin, True
+    yield from _metadata_writes(root, names, patches)
+    if patches:
+        for k, path in merged.changes(raw, patches):
+            yield (*root, "spec", *path), _patch_origin(root, k, patches[k]), True
 
 
-def _record_metadata(origins: Recorder, root: Path, labels: dict[str, str],
-                     annotations: dict[str, str], patches: list[Obj]) -> None:
+def _metadata_writes(root: Path, names: tuple[tuple[str, ...], ...],
+                     patches: list[Obj]) -> Iterator[Write]:
     """The JobSet labels and annotations: the last runtime patch that sets a key, else the
     runtime template's metadata."""
-    for name, values in (("labels", labels), ("annotations", annotations)):
+    for name, values in zip(("labels", "annotations"), names, strict=True):
         for key in values:
             origin = copied(f"runtime spec.template.metadata.{name}", "runtime",
                             ("spec", "template", "metadata", name, key))
@@ -255,18 +256,14 @@ def _record_metadata(origins: Recorder, root: Path, labels: dict[str, str],
                                     f"{patch.get('manager', '')})", "trainjob",
                                     (*PATCHES, i, "trainingRuntimeSpec", "template", "metadata",
                                      name, key))
-            origins.record((*root, "metadata", name, key), origin)
+            yield (*root, "metadata", name, key), origin, True
 
 
-def merge_patches(spec: Obj, patches: list[Obj], origins: Recorder | None = None,
-                  root: Path = ()) -> Obj:
-    """§2.2: strategic-merge each patch's spec, then restore the template's job order. With
-    `origins`, every field a patch changes is recorded as that patch's.
+def merge_patches(spec: Obj, patches: list[Obj]) -> Obj:
+    """§2.2: strategic-merge each patch's spec, then restore the template's job order.
 
     `spec` is a copy the caller hands over (the compile's own, explain's): it is merged into
     in place, not copied again."""
-    if origins is not None and origins.enabled and patches:
-        _record_patches(spec, patches, origins, root)
     order = {rjob.get("name"): i for i, rjob in enumerate(spec.get("replicatedJobs") or [])}
     spec, patched = merge_each(spec, patches)
     if not patched:
@@ -284,13 +281,43 @@ class MergedSpecs:
     tolerations), and merging one is a strategic merge and a typed round trip of the whole
     spec. Kept as `marshal` bytes by the `value_key` of the patches' specs (which tells 1
     from True and 1.0, so only equal patches share an entry), at most LIMIT of them; a hit
-    is a fresh copy the caller owns. One instance belongs to one runtime's spec
-    (`PreparedRuntime`): the spec is part of what the entries depend on."""
+    is a fresh copy the caller owns. For the origin recorder, also which fields the typed
+    round trip changed in the template (once) and which each patch changes (by the same
+    key), worked out only when a compile's origins are looked up. One instance belongs to
+    one runtime's spec (`PreparedRuntime`): the spec is part of what the entries depend on."""
 
     LIMIT = 256
 
     def __init__(self) -> None:
         self._memo: dict[bytes, bytes] = {}
+        self._typed: list[Obj] = []
+        self._normalized: list[list[Path]] = []
+        self._changes: dict[bytes, list[tuple[int, Path]]] = {}
+
+    def _spec(self, raw: Any) -> Obj:
+        """This runtime's template spec `raw` after the typed round trip (read only)."""
+        if not self._typed:
+            self._typed.append(typed.jobset_spec(raw or {}))
+        return self._typed[0]
+
+    def normalized(self, raw: Any) -> list[Path]:
+        """The fields (paths below the spec) the typed round trip changed in this runtime's
+        template spec `raw` (canonical quantities, empty strings dropped, `{}` for empty
+        structs), worked out once."""
+        if not self._normalized:
+            self._normalized.append(_changed(raw, self._spec(raw), ()))
+        return self._normalized[0]
+
+    def changes(self, raw: Any, patches: list[Obj]) -> list[tuple[int, Path]]:
+        """`patch_paths` of this runtime's template spec `raw`, remembered by the patches'
+        specs as `merge` is (at most LIMIT of them; the list is read only)."""
+        key = value_key([_patch_template(patch).get("spec") for patch in patches])
+        known = self._changes.get(key) if key is not None else None
+        if known is None:
+            known = patch_paths(self._spec(raw), patches)
+            if key is not None and len(self._changes) < self.LIMIT:
+                self._changes[key] = known
+        return known
 
     def merge(self, spec: Obj, patches: list[Obj]) -> Obj:
         """`merge_patches(spec, patches)`, where `spec` is a fresh copy of this runtime's."""
@@ -325,26 +352,22 @@ def merge_each(spec: Obj, patches: list[Obj]) -> tuple[Obj, bool]:
     return spec, patched
 
 
-def _record_normalized(origins: Recorder, root: Path, raw: Any, spec: Obj) -> None:
-    """The fields the typed round trip changed in the runtime's template (canonical
-    quantities, empty strings dropped, `{}` for empty structs): the runtime's, normalized."""
-    origin = Origin("runtime spec.template.spec (normalized as the API server stores it)",
-                    "runtime", ("spec", "template", "spec"), anchor=(*root, "spec"))
-    for path in _changed(raw, spec, (*root, "spec")):
-        origins.record(path, origin)
+def _patch_origin(root: Path, k: int, patch: Obj) -> Origin:
+    return Origin(f"trainJob spec.runtimePatches[{k}] (manager {patch.get('manager', '')})",
+                  "trainjob", (*PATCHES, k, *PATCH_SPEC), anchor=(*root, "spec"))
 
 
-def _record_patches(spec: Obj, patches: list[Obj], origins: Recorder, root: Path) -> None:
-    """Record each field the k-th patch changes, comparing the spec after k-1 and k patches
-    (what the strategic merge writes, without instrumenting it)."""
-    before = merge_patches(copy_json(spec), [])
-    for k, patch in enumerate(patches):
+def patch_paths(spec: Obj, patches: list[Obj]) -> list[tuple[int, Path]]:
+    """Each field (path below the spec) the k-th patch changes in the JobSet spec `spec`
+    (read only), comparing the spec after k-1 and k patches (what the strategic merge writes,
+    without instrumenting it)."""
+    before = spec
+    out = []
+    for k in range(len(patches)):
         after = merge_patches(copy_json(spec), patches[:k + 1])
-        origin = Origin(f"trainJob spec.runtimePatches[{k}] (manager {patch.get('manager', '')})",
-                        "trainjob", (*PATCHES, k, *PATCH_SPEC), anchor=(*root, "spec"))
-        for path in _changed(before, after, (*root, "spec")):
-            origins.record(path, origin)
+        out += [(k, path) for path in _changed(before, after, ())]
         before = after
+    return out
 
 
 def _changed(old: Any, new: Any, path: Path) -> list[Path]:
@@ -390,22 +413,29 @@ def _pod_set(index: int, rjob: Obj, trainjob: Obj, ml_policy: Any, origins: Reco
         count_origin = POLICY_COUNT if "numNodes" in (ml_policy or {}) else POLICY_COUNT_UNSET
     resources = (trainjob.get("spec", {}).get("trainer") or {}).get("resourcesPerNode")
     if isinstance(resources, dict) and _takes_resources(rjob, ancestor, ml_policy):
-        at = _merge_node_resources(pod_spec, resources)
-        if at is not None and origins.enabled:
-            _record_resources(origins, (*root, "spec", "replicatedJobs", index, *POD_SPEC,
-                                        "containers", at, "resources"), resources)
+        merged = _merge_node_resources(pod_spec, resources)
+        if merged is not None:
+            at, base, canonical = merged
+            path = (*root, "spec", "replicatedJobs", index, *POD_SPEC, "containers", at,
+                    "resources")
+            origins.defer(lambda: _resource_writes(path, resources, base, canonical))
     return PodSet(index=index, name=str(rjob.get("name", "")), ancestor=ancestor,
                   count=max(int(count if isinstance(count, int) else 1), 1),
                   pod_spec=pod_spec, replicas=int(rjob.get("replicas", 1) or 1),
                   count_origin=count_origin)
 
 
-def _record_resources(origins: Recorder, path: Path, resources: Obj) -> None:
+def _resource_writes(path: Path, resources: Obj, base: Obj, canonical: Obj
+                     ) -> Iterator[Write]:
+    """resourcesPerNode's limits and requests (`canonical`: with canonical quantities)
+    merged into the container at `path` over its own (`base`, which the merge replaced); one
+    equal to the container's changed nothing."""
     for key in ("limits", "requests"):
+        old, new = base.get(key) or {}, canonical.get(key) or {}
         for name in resources.get(key) or {}:
             source: Path = ("spec", "trainer", "resourcesPerNode", key, name)
-            origins.record((*path, key, name), Origin(f"trainJob {format_path(source)}",
-                                                      "trainjob", source))
+            origin = Origin(f"trainJob {format_path(source)}", "trainjob", source)
+            yield (*path, key, name), origin, name not in old or old[name] != new.get(name)
 
 
 def _takes_resources(rjob: Obj, ancestor: str | None, ml_policy: Any) -> bool:
@@ -444,9 +474,10 @@ def _flat(resources: Obj) -> bool:
                if isinstance(field, dict) for value in field.values())
 
 
-def _merge_node_resources(pod_spec: Obj, override: Obj) -> int | None:
+def _merge_node_resources(pod_spec: Obj, override: Obj) -> tuple[int, Obj, Obj] | None:
     """Per-key overlay of limits/requests on the first `node` container; claims dropped.
-    Returns the index of that container (None when there is none)."""
+    Returns the index of that container (None when there is none), the resources it had
+    (which it no longer holds) and the override with canonical quantities (read only)."""
     for index, container in enumerate(pod_spec.get("containers") or []):
         if container.get("name") != NODE:
             continue
@@ -458,5 +489,5 @@ def _merge_node_resources(pod_spec: Obj, override: Obj) -> int | None:
             if values:
                 merged[key] = values
         container["resources"] = merged
-        return index
+        return index, base, canonical
     return None

@@ -159,12 +159,12 @@ class Validator:
         return self.policies.document(doc, doc.data)
 
     def compiled(self, doc: Document, trainjob: Obj, entry: RuntimeEntry,
-                 objects: Sequence[Obj]) -> list[Diagnostic]:
+                 result: CompileResult) -> list[Diagnostic]:
         """Policy diagnostics of the JobSet compiled from a valid TrainJob and its runtime."""
-        jobset = next((o for o in objects if o.get("kind") == "JobSet"), None)
-        if self.policies is None or jobset is None:
+        jobset = next((o for o in result.objects if o.get("kind") == "JobSet"), None)
+        if self.policies is None or jobset is None or result.origins is None:
             return []
-        return self.policies.jobset(doc, trainjob, entry.doc, entry.get(), jobset)
+        return self.policies.jobset(doc, trainjob, entry.doc, jobset, result.origins)
 
     def trainjob_with_policies(self, doc: Document) -> list[Diagnostic]:
         """`trainjob`, then (when valid) the compile's refusals (what render, the controller
@@ -178,7 +178,7 @@ class Validator:
         compiled = compile_defaulted(data, entry.get())
         if has_errors(compiled.diagnostics):
             return found + self._refusals(doc, entry, compiled)
-        return found + self.compiled(doc, data, entry, compiled.objects)
+        return found + self.compiled(doc, data, entry, compiled)
 
     def _entry(self, found: list[Diagnostic], data: Obj) -> RuntimeEntry | None:
         """The runtime of a TrainJob that passed admission, to compile it with."""

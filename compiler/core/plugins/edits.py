@@ -1,19 +1,22 @@
 """Apply plugin edits to the context with upstream's upsert rules.
 
-Called by `compiler.core.compile` after each plugin phase, so the next plugin sees the result. Each
-write is recorded with the plugin's name in the context's origin recorder
-(`compiler.core.provenance`). Pure (mutates only the context it is given, which the compile owns).
+Called by `compiler.core.compile` after each plugin phase, so the next plugin sees the result.
+Each write is recorded with the plugin's name in the context's origin recorder
+(`compiler.core.provenance`), with whether it changed anything. Pure (mutates only the context
+it is given, which the compile owns).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from functools import lru_cache
 from typing import Any
 
-from compiler.common.diagnostics import error
+from compiler.common.diagnostics import Path, error
 from compiler.common.errors import CompileError
 from compiler.common.jsondata import Obj, fast_copy
 from compiler.core import upsert
-from compiler.core.context import Context, PodSet
+from compiler.core.context import POD_SPEC, Context, PodSet
 from compiler.core.plugins.base import (
     AddInitContainer,
     Edit,
@@ -26,67 +29,82 @@ from compiler.core.plugins.base import (
     UpsertPorts,
     UpsertVolumes,
 )
-from compiler.core.provenance import Origin
-
-# a list write: the pod set, the container written into (None: the pod spec), the path of the
-# list below it, and the indices the items landed at
-Written = tuple[PodSet, Obj | None, tuple[str, ...], list[int]]
+from compiler.core.provenance import Origin, Write, made
 
 
 def apply_edit(ctx: Context, edit: Edit, plugin: str = "") -> None:
-    """Apply one edit to the context (list items are copied: edits stay the plugin's) and,
-    when the compile records provenance, record what it wrote as `plugin`'s."""
-    written: Written | None = None
+    """Apply one edit to the context (list items are copied: edits stay the plugin's) and
+    record what it wrote as `plugin`'s."""
     if isinstance(edit, SetCount):
         ctx.pod_sets[edit.pod_set].count = edit.count
+        ctx.pod_sets[edit.pod_set].count_origin = _count_origin(edit.note, plugin)
     elif isinstance(edit, (UpsertEnv, UpsertPorts, UpsertMounts)):
         field, apply = _UPSERTS[type(edit)]
         ps = ctx.pod_sets[edit.pod_set]
         container = _container(ps, edit.container, edit.init)
+        before = list(container.get(field) or ())
         landed = apply(container, fast_copy(list(edit.items)))
-        written = ps, container, ("initContainers" if edit.init else "containers", field), landed
+        _list_write(ctx, ps, container, ("initContainers" if edit.init else "containers", field),
+                    before, landed, f"plugin {plugin}")
     elif isinstance(edit, UpsertVolumes):
         ps = ctx.pod_sets[edit.pod_set]
+        before = list(ps.pod_spec.get("volumes") or ())
         landed = upsert.upsert_volumes(ps.pod_spec, fast_copy(list(edit.items)))
-        written = ps, None, ("volumes",), landed
+        _list_write(ctx, ps, None, ("volumes",), before, landed, f"plugin {plugin}")
     elif isinstance(edit, SetPodMetadata):
         target = ctx.pod_labels if edit.kind == "labels" else ctx.pod_annotations
         target.update(dict(edit.items))
+        by = made(f"plugin {plugin}")
+        ctx.pod_meta_origins.update({(edit.kind, key): by for key, _ in edit.items})
     elif isinstance(edit, SetTrainerCommand):
         ctx.trainer_command = list(edit.command)
         ctx.clear_trainer_args = ctx.clear_trainer_args or edit.clear_args
+        ctx.command_origin = _command_origin(edit.how) if "command" in (ctx.trainer or {}) \
+            else made(f"plugin {plugin}")
     elif isinstance(edit, AddInitContainer):
         ps = ctx.pod_sets[edit.pod_set]
         inits = ps.pod_spec.setdefault("initContainers", [])
         inits.append(fast_copy(edit.container))
-        written = ps, None, ("initContainers",), [len(inits) - 1]
+        _list_write(ctx, ps, None, ("initContainers",), [], [len(inits) - 1],
+                    f"plugin {plugin} (init container it adds)")
     elif isinstance(edit, SetFact):
         ctx.facts[edit.key] = edit.value
-    if ctx.origins.enabled:
-        _record(ctx, edit, plugin, written)
 
 
-def _record(ctx: Context, edit: Edit, plugin: str, written: Written | None) -> None:
-    """The origins of what the edit wrote: list items where they landed, and the count, pod
-    metadata and command the JobSet builder writes later."""
-    made = Origin(f"plugin {plugin}")
-    if isinstance(edit, AddInitContainer):
-        made = Origin(f"plugin {plugin} (init container it adds)")
-    if written is not None:
-        ps, container, path, landed = written
-        at = ctx.pod_path(ps, *path) if container is None else \
-            ctx.pod_path(ps, path[0], _index(ps.pod_spec[path[0]], container), *path[1:])
-        ctx.origins.record_items(at, landed, [made] * len(landed))
-    elif isinstance(edit, SetCount):
-        ctx.pod_sets[edit.pod_set].count_origin = Origin(
-            f"trainJob spec.trainer.numNodes{edit.note}, via plugin {plugin}", "trainjob",
-            ("spec", "trainer", "numNodes"))
-    elif isinstance(edit, SetPodMetadata):
-        ctx.pod_meta_origins.update({(edit.kind, key): made for key, _ in edit.items})
-    elif isinstance(edit, SetTrainerCommand):
-        ctx.command_origin = Origin(f"trainJob spec.trainer.command, {edit.how}", "trainjob",
-                                    ("spec", "trainer", "command")) \
-            if "command" in (ctx.trainer or {}) else made
+def _list_write(ctx: Context, ps: PodSet, container: Obj | None, path: tuple[str, ...],
+                before: list[Any], landed: list[int], who: str) -> None:
+    """Record items written into a list of a pod spec (`container` None) or of a container:
+    `path` is the list's below it, `before` its items before the write (the upserts replace
+    items, never change one in place, so a shallow copy keeps them). What is recorded is
+    worked out only when looked up."""
+    if not landed:
+        return
+    after = list((ps.pod_spec if container is None else container)[path[-1]])
+    root, index, pod_spec = ctx.root, ps.index, ps.pod_spec
+    ctx.origins.defer(lambda: _list_writes(
+        (*root, "spec", "replicatedJobs", index, *POD_SPEC, *path) if container is None
+        else (*root, "spec", "replicatedJobs", index, *POD_SPEC, path[0],
+              _index(pod_spec[path[0]], container), *path[1:]),
+        before, after, landed, made(who)))
+
+
+def _list_writes(at: Path, before: list[Any], after: list[Any], landed: list[int],
+                 by: Origin) -> Iterator[Write]:
+    """Each landed item of a list write, and whether it replaced an equal one."""
+    for i in landed:
+        yield (*at, i), by, i >= len(before) or before[i] != after[i]
+
+
+@lru_cache(maxsize=256)
+def _count_origin(note: str, plugin: str) -> Origin:
+    return Origin(f"trainJob spec.trainer.numNodes{note}, via plugin {plugin}", "trainjob",
+                  ("spec", "trainer", "numNodes"))
+
+
+@lru_cache(maxsize=256)
+def _command_origin(how: str) -> Origin:
+    return Origin(f"trainJob spec.trainer.command, {how}", "trainjob",
+                  ("spec", "trainer", "command"))
 
 
 _UPSERTS = {UpsertEnv: ("env", upsert.upsert_env), UpsertPorts: ("ports", upsert.upsert_ports),

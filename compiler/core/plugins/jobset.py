@@ -4,18 +4,20 @@ Always active and ordered last by its facts. It writes parallelism = completions
 count on every replicatedJob, then builds the JobSet: initializer STORAGE_URI/env/envFrom,
 trainer image/command/args/env, replicas, scheduler pod labels/annotations, suspend, and the
 controller ownerReference (only when the TrainJob has a uid: the compiler never invents one).
-Every field it writes is recorded in the context's origin recorder (`compiler.core.provenance`).
+Every field it writes is recorded in the context's origin recorder (`compiler.core.provenance`),
+with whether the write changed it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from compiler.common.diagnostics import Path
 from compiler.common.jsondata import Obj
 from compiler.core.context import ANCESTOR_LABEL, JOBSET_API, NODE, POD_SPEC, TRAINER, Context
 from compiler.core.plugins.base import PluginResult, PluginSpec, ml_policy_has, object_metadata
-from compiler.core.provenance import Origin, made, trainjob_field
+from compiler.core.provenance import Origin, Write, made, trainjob_field
 from compiler.core.upsert import env_var, port_match, upsert, upsert_env
 
 INITIALIZERS = ("dataset-initializer", "model-initializer")
@@ -44,22 +46,32 @@ def build(ctx: Context) -> PluginResult:
         _upsert_back(ctx, ps.index)
     for index, rjob in enumerate(jobs):
         ancestor = (rjob["template"].get("metadata", {}).get("labels") or {}).get(ANCESTOR_LABEL)
-        at = ctx.out_path("spec", "replicatedJobs", index) if ctx.origins.enabled else ()
+        at = ctx.out_path("spec", "replicatedJobs", index)
         if ancestor in INITIALIZERS:
             _initializer(ctx, rjob, ancestor, at)
         _trainer(ctx, rjob, ancestor, at)
         pod_meta = rjob["template"]["spec"]["template"].setdefault("metadata", {})
         for key, values in (("labels", ctx.pod_labels), ("annotations", ctx.pod_annotations)):
-            _merge_map(pod_meta, key, values)
-            for name in values if ctx.origins.enabled else ():
-                ctx.origins.record((*at, "template", "spec", "template", "metadata", key, name),
-                                   ctx.pod_meta_origins.get((key, name), BUILDER))
+            if values:
+                _pod_metadata(ctx, pod_meta, key, values, at)
     suspend = ctx.trainjob.get("spec", {}).get("suspend")
-    spec.pop("suspend", None)
+    was = spec.pop("suspend", None)
     if suspend is not None:
         spec["suspend"] = suspend
-        ctx.origins.record(ctx.out_path("spec", "suspend"), SUSPEND)
+        ctx.origins.record(ctx.out_path("spec", "suspend"), SUSPEND, was != suspend)
     return PluginResult(objects=(_jobset(ctx, spec),))
+
+
+def _pod_metadata(ctx: Context, pod_meta: Obj, key: str, values: dict[str, str],
+                  at: Path) -> None:
+    """The scheduler pod labels or annotations the plugins set, merged into a job's pod
+    template metadata."""
+    old = pod_meta.get(key) or {}
+    for name, value in values.items():
+        ctx.origins.record((*at, "template", "spec", "template", "metadata", key, name),
+                           ctx.pod_meta_origins.get((key, name), BUILDER),
+                           name not in old or old[name] != value)
+    pod_meta[key] = {**old, **values}
 
 
 def _sync_parallel_count(ctx: Context, jobs: list[Obj]) -> None:
@@ -67,12 +79,10 @@ def _sync_parallel_count(ctx: Context, jobs: list[Obj]) -> None:
         for index, rjob in enumerate(jobs):
             if rjob.get("name") == ps.name:
                 job_spec = rjob["template"]["spec"]
-                job_spec["parallelism"] = ps.count
-                job_spec["completions"] = ps.count
-                if ctx.origins.enabled:
-                    at = ctx.out_path("spec", "replicatedJobs", index, "template", "spec")
-                    ctx.origins.record((*at, "parallelism"), ps.count_origin)
-                    ctx.origins.record((*at, "completions"), ps.count_origin)
+                at = ctx.out_path("spec", "replicatedJobs", index, "template", "spec")
+                for key in ("parallelism", "completions"):
+                    ctx.origins.record((*at, key), ps.count_origin, job_spec.get(key) != ps.count)
+                    job_spec[key] = ps.count
                 break
 
 
@@ -91,12 +101,15 @@ def _upsert_back(ctx: Context, pod_set: int) -> None:
             ports = container.get("ports")
             if not ports or len(ports) < 2:
                 continue
+            after = list(ports)
+            landed = upsert(after, list(ports), port_match)
+            if after == ports:
+                continue  # (the ports are their own write-back: each lands where it is)
             path = ctx.pod_path(ps, key, k, "ports")
-            origins = [ctx.origins.lookup((*path, j)) for j in range(len(ports))] \
-                if ctx.origins.enabled else []
-            landed = upsert(ports, list(ports), port_match)
-            for origin, index in zip(origins, landed, strict=False):
-                ctx.origins.record((*path, index), origin or BUILDER)
+            origins = [ctx.origins.lookup((*path, j)) for j in range(len(ports))]
+            for j, (origin, index) in enumerate(zip(origins, landed, strict=False)):
+                ctx.origins.record((*path, index), origin or BUILDER, ports[j] != ports[index])
+            ports[:] = after
 
 
 def _containers(rjob: Obj) -> list[tuple[int, Obj]]:
@@ -104,9 +117,13 @@ def _containers(rjob: Obj) -> list[tuple[int, Obj]]:
     return [(k, c) for k, c in enumerate(containers or []) if isinstance(c, dict)]
 
 
-def _initializer(ctx: Context, rjob: Obj, ancestor: str, at: Path) -> None:
+def _run_once(ctx: Context, rjob: Obj, at: Path) -> None:
+    ctx.origins.record((*at, "replicas"), RUN_ONCE, rjob.get("replicas") != 1)
     rjob["replicas"] = 1
-    ctx.origins.record((*at, "replicas"), RUN_ONCE)
+
+
+def _initializer(ctx: Context, rjob: Obj, ancestor: str, at: Path) -> None:
+    _run_once(ctx, rjob, at)
     key = INITIALIZER_KEYS[ancestor]
     config = (ctx.trainjob.get("spec", {}).get("initializer") or {}).get(key)
     if not isinstance(config, dict):
@@ -117,10 +134,8 @@ def _initializer(ctx: Context, rjob: Obj, ancestor: str, at: Path) -> None:
             continue
         path = (*at, *POD_SPEC, "containers", k)
         if config.get("storageUri") is not None:
-            landed = upsert_env(container, [{"name": "STORAGE_URI",
-                                             "value": config["storageUri"]}])
-            ctx.origins.record_items((*path, "env"), landed,
-                                     [trainjob_field((*source, "storageUri"))])
+            _upsert_env(ctx, container, [{"name": "STORAGE_URI", "value": config["storageUri"]}],
+                        [(*source, "storageUri")], path)
         _env(ctx, container, config.get("env"), (*source, "env"), path)
         secret = config.get("secretRef")
         if isinstance(secret, dict):
@@ -132,18 +147,29 @@ def _initializer(ctx: Context, rjob: Obj, ancestor: str, at: Path) -> None:
 
 def _env(ctx: Context, container: Obj, envs: Any, source: Path, path: Path) -> None:
     """Upsert a TrainJob env list, each item recorded as its TrainJob field's."""
-    items = [(i, env) for i, env in enumerate(envs or []) if isinstance(env, dict)]
-    landed = upsert_env(container, [env_var(env) for _, env in items])
-    if ctx.origins.enabled:
-        ctx.origins.record_items((*path, "env"), landed,
-                                 [trainjob_field((*source, i)) for i, _ in items])
+    items = [i for i, env in enumerate(envs or []) if isinstance(env, dict)]
+    if items:
+        _upsert_env(ctx, container, [env_var(envs[i]) for i in items],
+                    [(*source, i) for i in items], path)
+
+
+def _upsert_env(ctx: Context, container: Obj, envs: list[Obj], sources: list[Path],
+                path: Path) -> None:
+    """Upsert env vars into the container at `path`, each recorded as written from its
+    TrainJob field (worked out when looked up; one that replaced an equal var changed
+    nothing)."""
+    before = list(container.get("env") or ())
+    landed = upsert_env(container, envs)
+    after = list(container["env"])
+    ctx.origins.defer(lambda: (
+        ((*path, "env", i), trainjob_field(source), i >= len(before) or before[i] != after[i])
+        for i, source in zip(landed, sources, strict=True)))
 
 
 def _trainer(ctx: Context, rjob: Obj, ancestor: str | None, at: Path) -> None:
     trainer = ctx.trainer
     if ancestor == TRAINER:
-        rjob["replicas"] = 1
-        ctx.origins.record((*at, "replicas"), RUN_ONCE)
+        _run_once(ctx, rjob, at)
         for k, container in _containers(rjob):
             if container.get("name") == NODE and trainer is not None:
                 _trainer_overrides(ctx, container, trainer, (*at, *POD_SPEC, "containers", k))
@@ -158,27 +184,24 @@ def _trainer(ctx: Context, rjob: Obj, ancestor: str | None, at: Path) -> None:
 
 def _trainer_overrides(ctx: Context, container: Obj, trainer: Obj, path: Path) -> None:
     if trainer.get("image") is not None:
+        ctx.origins.record((*path, "image"), IMAGE, container.get("image") != trainer["image"])
         container["image"] = trainer["image"]
-        ctx.origins.record((*path, "image"), IMAGE)
     if ctx.trainer_command is not None:
-        _set_list(container, "command", ctx.trainer_command)
-        ctx.origins.record((*path, "command"), ctx.command_origin or COMMAND)
+        ctx.origins.record((*path, "command"), ctx.command_origin or COMMAND,
+                           _set_list(container, "command", ctx.trainer_command))
     if isinstance(trainer.get("args"), list) and not ctx.clear_trainer_args:
-        _set_list(container, "args", trainer["args"])
-        ctx.origins.record((*path, "args"), ARGS)
+        ctx.origins.record((*path, "args"), ARGS, _set_list(container, "args", trainer["args"]))
 
 
-def _set_list(container: Obj, key: str, values: list[str]) -> None:
-    """Set a list field; an empty list clears it (it marshals away, as upstream's)."""
+def _set_list(container: Obj, key: str, values: list[str]) -> bool:
+    """Set a list field; an empty list clears it (it marshals away, as upstream's). Whether
+    that changed the field."""
+    old = container.get(key)
     if values:
         container[key] = list(values)
     else:
         container.pop(key, None)
-
-
-def _merge_map(meta: Obj, key: str, values: dict[str, str]) -> None:
-    if values:
-        meta[key] = {**(meta.get(key) or {}), **values}
+    return old != container.get(key)
 
 
 def _jobset(ctx: Context, spec: Obj) -> Obj:
@@ -188,15 +211,19 @@ def _jobset(ctx: Context, spec: Obj) -> Obj:
     if ctx.annotations:
         metadata["annotations"] = dict(ctx.annotations)
     obj = {"apiVersion": JOBSET_API[0], "kind": JOBSET_API[1], "metadata": metadata, "spec": spec}
-    if ctx.origins.enabled:
-        record = ctx.origins.record
-        ctx.origins.add_output(ctx.out_path(), obj)
-        for key in ("apiVersion", "kind"):
-            record(ctx.out_path(key), BUILDER)
-        for key, origin in METADATA.items():
-            record(ctx.out_path("metadata", key), origin)
-        record(ctx.out_path("metadata", "ownerReferences"), OWNER)
+    ctx.origins.add_output(ctx.out_path(), obj)
+    root = ctx.root
+    ctx.origins.defer(lambda: _object_writes(root))
     return obj
+
+
+def _object_writes(root: Path) -> Iterator[Write]:
+    """What the builder writes into the JobSet object around its spec."""
+    for key in ("apiVersion", "kind"):
+        yield (*root, key), BUILDER, True
+    for key, origin in METADATA.items():
+        yield (*root, "metadata", key), origin, True
+    yield (*root, "metadata", "ownerReferences"), OWNER, True
 
 
 PLUGIN = PluginSpec(
