@@ -17,7 +17,7 @@ import pytest
 from bench.corpus import corpus
 from compiler.common.diagnostics import has_errors
 from compiler.common.jsondata import Obj, get_at
-from compiler.core.compile import compile_defaulted
+from compiler.core.compile import compile_defaulted, compile_trainjob
 from compiler.core.resolve import object_ref
 from compiler.explain import explainer as explainer_module
 from compiler.explain.explainer import Explainer
@@ -178,3 +178,40 @@ def test_validate_compiles_each_trainjob_once(monkeypatch: pytest.MonkeyPatch) -
                               and d.obj.kind == "TrainJob" for d in found)
                 assert len(calls) - before <= 1, doc.source.name
     assert policy >= 40 and len(calls) >= 300, (policy, len(calls))
+
+
+def _torch_runtime(name: str, containers: list[Obj]) -> Obj:
+    runtime = copy.deepcopy(next(d.data for d in builtin_runtimes()
+                                 if d.data["metadata"]["name"] == "torch-distributed"))
+    runtime["metadata"]["name"] = name
+    _pods(runtime)[0][1]["containers"] = containers
+    return runtime
+
+
+def test_two_containers_of_one_name_are_located_each_at_its_own_place() -> None:
+    """The runtime's second `node` container holds a `latest` image the TrainJob does not
+    override: the finding is the runtime's, at that container, and `tjc explain` traces
+    the field there too (before, the record mapped it to the first container of the name,
+    and the finding was reported against the TrainJob). Admission refuses two containers
+    of one name, so only a compile without it (the library's `validate=False`, `tjc render
+    --no-validate`) meets them."""
+    runtime = _torch_runtime("two-nodes", [{"name": "node", "image": "repo/train:1.0"},
+                                           {"name": "node", "image": "busybox:latest"}])
+    job = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+           "metadata": {"name": "job", "namespace": "team"},
+           "spec": {"runtimeRef": {"name": "two-nodes"}, "trainer": {"numNodes": 1}}}
+    rt_doc, job_doc = (next(d for d in iter_source(source) if isinstance(d, Document))
+                       for source in _documents("rt", [runtime]) + _documents("job", [job]))
+    compiled = compile_trainjob(job, runtime, validate=False)
+    assert compiled.ok and compiled.origins is not None, compiled.diagnostics
+    jobset = next(o for o in compiled.objects if o.get("kind") == "JobSet")
+    checker = _checker()
+    findings = jobset_findings(checker.policies, job, jobset, compiled.origins)
+    image = ("spec", "replicatedJobs", 0, "template", "spec", "template", "spec",
+             "containers", 1, "image")
+    inner = ("spec", "template", *image)
+    located = [(d.obj.kind if d.obj else None, d.path, d.locations)
+               for d in checker.locate(job_doc, rt_doc, findings)]
+    assert ("ClusterTrainingRuntime", inner, (rt_doc.locate(inner),)) in located
+    origin = compiled.origins.lookup(("jobset.x-k8s.io/v1alpha2 JobSet", "job", *image))
+    assert origin is not None and (origin.input, origin.path) == ("runtime", inner)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import marshal
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, cast
 
 from compiler.common.diagnostics import (
@@ -37,9 +38,9 @@ from compiler.core.context import (
 )
 from compiler.core.plugins import registry
 from compiler.core.plugins.base import PluginResult, PluginSpec
-from compiler.core.plugins.edits import apply_edit
+from compiler.core.plugins.edits import apply_edits
 from compiler.core.plugins.graph import plugin_order
-from compiler.core.provenance import Recorder, made, root_of
+from compiler.core.provenance import Origin, Recorder, made
 from compiler.core.resolve import RUNTIME_KINDS, RuntimeKey, runtime_key, wanted_key
 from compiler.kube import roundtrip as typed
 from compiler.kube import structural
@@ -199,7 +200,7 @@ def _compile(tj: Obj, prepared: PreparedRuntime, options: CompileOptions, refuse
     `TjcError` on a compile error); with `refuse`, an error for a JobSet the cluster could
     never run (`limits`), else the errors the API server would give its Jobs and Pods
     (`podrefusals`)."""
-    ctx = build_context(tj, prepared.doc, prepared.spec_copy(), Recorder(), prepared.merged)
+    ctx = build_context(tj, prepared.doc, prepared.spec_copy(), prepared.merged)
     ctx.options = options
     plugins = prepared.plugins(ctx)
     objects, diagnostics = _run_plugins(ctx, plugins)
@@ -230,21 +231,19 @@ def _run_plugins(ctx: Context, plugins: Sequence[PluginSpec]) -> tuple[list[Obj]
             if step is None:
                 continue
             result: PluginResult = step(ctx)
-            for edit in result.edits:
-                apply_edit(ctx, edit, plugin.name)
-            for obj in result.objects:
-                _record_object(ctx, obj, plugin.name)
+            if result.edits:
+                apply_edits(ctx, result.edits, plugin.name)
+            for obj in result.objects:  # (the JobSet builder records its own fields)
+                ctx.origins.add_object(obj, _made_by(plugin.name))
             objects.extend(result.objects)
             diagnostics.extend(result.diagnostics)
     return objects, diagnostics
 
 
-def _record_object(ctx: Context, obj: Obj, plugin: str) -> None:
-    """A side object is its plugin's, whole (the JobSet builder records its own fields)."""
-    root = root_of(obj)
-    if not ctx.origins.knows(root):
-        ctx.origins.add_output(root, obj)
-        ctx.origins.record(root, made(f"plugin {plugin}"))
+@lru_cache(maxsize=256)
+def _made_by(plugin: str) -> Origin:
+    """A side object is its plugin's, whole."""
+    return made(f"plugin {plugin}")
 
 
 def managed_elsewhere(tj: Mapping[str, Any]) -> Diagnostic | None:

@@ -13,9 +13,19 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
-from compiler.common.diagnostics import Path, format_path
+from compiler.common.diagnostics import Path
 from compiler.common.jsondata import Obj, copy_json, value_key
-from compiler.core.provenance import Origin, Recorder, Write, copied, made, object_root
+from compiler.core.provenance import (
+    Hit,
+    Origin,
+    PathIndex,
+    Recorder,
+    Writes,
+    copied,
+    made,
+    object_root,
+    trainjob_field,
+)
 from compiler.kube import roundtrip as typed
 from compiler.kube import strategicmerge as smp
 from compiler.kube.defaults import canonicalize_quantities, quantity_tree
@@ -55,6 +65,7 @@ ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
 TRAINER = "trainer"
 NODE = "node"
 JOBSET_API = ("jobset.x-k8s.io/v1alpha2", "JobSet")
+JOBSET_ROOT = object_root(*JOBSET_API, "")[0]
 POD_SPEC: Path = ("template", "spec", "template", "spec")
 PATCHES: Path = ("spec", "runtimePatches")
 PATCH_SPEC: Path = ("trainingRuntimeSpec", "template", "spec")
@@ -132,7 +143,7 @@ class Context:
 
     def pod_path(self, ps: PodSet, *path: str | int) -> Path:
         """An output path into the pod spec of a pod set."""
-        return self.out_path("spec", "replicatedJobs", ps.index, *POD_SPEC, *path)
+        return (*self.root, "spec", "replicatedJobs", ps.index, *POD_SPEC, *path)
 
     def pod_set_by_ancestor(self, ancestor: str) -> PodSet | None:
         """The first pod set with this ancestor label value."""
@@ -162,28 +173,27 @@ class Context:
                 yield f"{self.name}-{ps.name}-{replica}-{pod}.{sub}"
 
 
-def build_context(trainjob: Obj, runtime: Obj, spec: Obj, origins: Recorder | None = None,
+def build_context(trainjob: Obj, runtime: Obj, spec: Obj,
                   merged: MergedSpecs | None = None) -> Context:
     """Build the context from a defaulted TrainJob, its defaulted runtime and a fresh copy of
     the runtime's JobSet spec after the typed round trip (`typed.jobset_spec`), which the
-    context takes over. Every field written is recorded in `origins` (a new recorder when
-    None); `merged` (the runtime's, when given) remembers what the runtime patches merge to."""
+    context takes over. Every field written is recorded in the context's `origins`;
+    `merged` (the runtime's, when given) remembers what the runtime patches merge to."""
     rt_spec = runtime.get("spec") or {}
     template = rt_spec.get("template") or {}
     ml_policy = rt_spec.get("mlPolicy")
     patches = runtime_patches(trainjob)
-    origins = origins if origins is not None else Recorder()
     labels, annotations = _propagated_metadata(template, patches)
-    root = object_root(*JOBSET_API, str((trainjob.get("metadata") or {}).get("name", "")))
-    origins.add_input("trainjob", trainjob)
-    origins.add_input("runtime", runtime)
-    origins.record((*root, "spec"), TEMPLATE_SPEC)
-    names = (tuple(labels), tuple(annotations))
+    root = (JOBSET_ROOT, str((trainjob.get("metadata") or {}).get("name", "")))
     raw = template.get("spec")
     merged = merged if merged is not None else MergedSpecs()
-    origins.defer(lambda: _template_writes(root, raw, names, patches, merged))
+    spec_at = (*root, "spec")
+    origins = Recorder({"trainjob": trainjob, "runtime": runtime}, (spec_at, merged.template, raw),
+                       [(spec_at, TEMPLATE_SPEC),
+                        (root, TEMPLATE_WRITES, (raw, merged, labels, annotations, patches))])
+    if patches:
+        origins.add((spec_at, PATCH_WRITES, (raw, merged, patches, [])))
     spec = merged.merge(spec, patches)
-    origins.add_output(root, {"spec": spec})
     pod_sets = []
     for index, rjob in enumerate(spec.get("replicatedJobs") or []):
         pod_sets.append(_pod_set(index, rjob, trainjob, ml_policy, origins, root))
@@ -226,37 +236,104 @@ def _propagated_metadata(template: Obj, patches: list[Obj]) -> tuple[dict[str, s
     return labels, annotations
 
 
-def _template_writes(root: Path, raw: Any, names: tuple[tuple[str, ...], ...],
-                     patches: list[Obj], merged: MergedSpecs) -> Iterator[Write]:
-    """After the JobSet spec copied from the runtime's template (`raw`, its spec): what the
-    typed round trip normalized, the JobSet's labels and annotations (`names`: their keys),
-    and what the runtime patches changed (both of those kept by the runtime's `merged`)."""
-    origin = Origin("runtime spec.template.spec (normalized as the API server stores it)",
-                    "runtime", ("spec", "template", "spec"), anchor=(*root, "spec"))
-    for path in merged.normalized(raw):
-        yield (*root, "spec", *path), origin, True
-    yield from _metadata_writes(root, names, patches)
-    if patches:
-        for k, path in merged.changes(raw, patches):
-            yield (*root, "spec", *path), _patch_origin(root, k, patches[k]), True
+class _TemplateWrites(Writes):
+    """The rest of the runtime template's copy: what the typed round trip normalized in its
+    JobSet spec, and the JobSet's labels and annotations (from the template's metadata, or
+    the last runtime patch that sets a key). `data`: the template's spec as written (`raw`),
+    the runtime's `MergedSpecs`, the labels, the annotations and the runtime patches."""
+
+    def find(self, at: Path, data: Any, path: Path) -> Hit | None:
+        if len(path) > 2 and path[2] == "spec":
+            return _normalized(at, data, path[3:])
+        if len(path) > 2 and path[2] != "metadata":
+            return None
+        return _metadata(at, data, path[3:]) or \
+            (_normalized(at, data, ()) if len(path) <= 2 else None)
+
+    def writes(self, at: Path, data: Any) -> Iterator[Hit]:
+        raw, merged, labels, annotations, patches = data
+        origin = _normalized_origin(at)
+        for path in merged.normalized_paths(raw):
+            yield (*at, "spec", *path), origin
+        for name, values in (("labels", labels), ("annotations", annotations)):
+            for key in values:
+                yield (*at, "metadata", name, key), _metadata_origin(name, key, patches)
 
 
-def _metadata_writes(root: Path, names: tuple[tuple[str, ...], ...],
-                     patches: list[Obj]) -> Iterator[Write]:
-    """The JobSet labels and annotations: the last runtime patch that sets a key, else the
-    runtime template's metadata."""
-    for name, values in zip(("labels", "annotations"), names, strict=True):
-        for key in values:
-            origin = copied(f"runtime spec.template.metadata.{name}", "runtime",
-                            ("spec", "template", "metadata", name, key))
-            for i, patch in enumerate(patches):
-                meta = (_patch_template(patch).get("metadata") or {}).get(name) or {}
-                if key in meta:
-                    origin = copied(f"trainJob spec.runtimePatches[{i}] (manager "
-                                    f"{patch.get('manager', '')})", "trainjob",
-                                    (*PATCHES, i, "trainingRuntimeSpec", "template", "metadata",
-                                     name, key))
-            yield (*root, "metadata", name, key), origin, True
+def _normalized(root: Path, data: Any, below: Path) -> Hit | None:
+    """A normalized field on the spec's path `below`, above or below it."""
+    raw, merged = data[0], data[1]
+    if merged.normalized(raw).newest(below) < 0:
+        return None
+    return (*root, "spec"), _normalized_origin(root)
+
+
+def _normalized_origin(root: Path) -> Origin:
+    return Origin("runtime spec.template.spec (normalized as the API server stores it)",
+                  "runtime", ("spec", "template", "spec"), anchor=(*root, "spec"))
+
+
+def _metadata(root: Path, data: Any, below: Path) -> Hit | None:
+    """The newest label or annotation on the metadata's path `below`, above or below it
+    (labels are written first)."""
+    for name, values in (("annotations", data[3]), ("labels", data[2])):
+        if below and below[0] != name:
+            continue
+        if len(below) > 1:
+            if below[1] not in values:
+                return None
+            key = str(below[1])
+        elif values:
+            key = next(reversed(values))
+        else:
+            continue
+        return (*root, "metadata", name, key), _metadata_origin(name, key, data[4])
+    return None
+
+
+def _metadata_origin(name: str, key: Any, patches: list[Obj]) -> Origin:
+    """The origin of a JobSet label or annotation: the last runtime patch that sets it, else
+    the runtime template's metadata."""
+    origin = copied(f"runtime spec.template.metadata.{name}", "runtime",
+                    ("spec", "template", "metadata", name, key))
+    for i, patch in enumerate(patches):
+        meta = (_patch_template(patch).get("metadata") or {}).get(name) or {}
+        if key in meta:
+            origin = copied(f"trainJob spec.runtimePatches[{i}] (manager "
+                            f"{patch.get('manager', '')})", "trainjob",
+                            (*PATCHES, i, "trainingRuntimeSpec", "template", "metadata",
+                             name, key))
+    return origin
+
+
+class _PatchWrites(Writes):
+    """What the runtime patches changed in the JobSet spec copied from the runtime's
+    template, each field as the last patch that changed it. `data`: the template's spec as
+    written (`raw`), the runtime's `MergedSpecs`, the runtime patches and a list that keeps
+    what they change once asked."""
+
+    def find(self, at: Path, data: Any, path: Path) -> Hit | None:
+        patches = data[2]
+        k = _changes(data)[1].newest(path[len(at):])
+        return None if k < 0 else (at, _patch_origin(at[:2], k, patches[k]))
+
+    def writes(self, at: Path, data: Any) -> Iterator[Hit]:
+        patches = data[2]
+        for k, path in _changes(data)[0]:
+            yield (*at, *path), _patch_origin(at[:2], k, patches[k])
+
+
+def _changes(data: Any) -> tuple[list[tuple[int, Path]], PathIndex]:
+    """`MergedSpecs.changes` of a `_PatchWrites` entry's data, asked once per entry (its
+    last item keeps it)."""
+    raw, merged, patches, known = data
+    if not known:
+        known.append(merged.changes(raw, patches))
+    return known[0]  # type: ignore[no-any-return]
+
+
+TEMPLATE_WRITES = _TemplateWrites()
+PATCH_WRITES = _PatchWrites()
 
 
 def merge_patches(spec: Obj, patches: list[Obj]) -> Obj:
@@ -291,30 +368,38 @@ class MergedSpecs:
     def __init__(self) -> None:
         self._memo: dict[bytes, bytes] = {}
         self._typed: list[Obj] = []
-        self._normalized: list[list[Path]] = []
-        self._changes: dict[bytes, list[tuple[int, Path]]] = {}
+        self._normalized: list[tuple[list[Path], PathIndex]] = []
+        self._changes: dict[bytes, tuple[list[tuple[int, Path]], PathIndex]] = {}
 
-    def _spec(self, raw: Any) -> Obj:
+    def template(self, raw: Any) -> Obj:
         """This runtime's template spec `raw` after the typed round trip (read only)."""
         if not self._typed:
             self._typed.append(typed.jobset_spec(raw or {}))
         return self._typed[0]
 
-    def normalized(self, raw: Any) -> list[Path]:
+    def normalized_paths(self, raw: Any) -> list[Path]:
         """The fields (paths below the spec) the typed round trip changed in this runtime's
         template spec `raw` (canonical quantities, empty strings dropped, `{}` for empty
         structs), worked out once."""
         if not self._normalized:
-            self._normalized.append(_changed(raw, self._spec(raw), ()))
-        return self._normalized[0]
+            paths = _changed(raw, self.template(raw), ())
+            self._normalized.append((paths, PathIndex((path, 0) for path in paths)))
+        return self._normalized[0][0]
 
-    def changes(self, raw: Any, patches: list[Obj]) -> list[tuple[int, Path]]:
-        """`patch_paths` of this runtime's template spec `raw`, remembered by the patches'
-        specs as `merge` is (at most LIMIT of them; the list is read only)."""
+    def normalized(self, raw: Any) -> PathIndex:
+        """`normalized_paths`, indexed."""
+        self.normalized_paths(raw)
+        return self._normalized[0][1]
+
+    def changes(self, raw: Any, patches: list[Obj]) -> tuple[list[tuple[int, Path]], PathIndex]:
+        """`patch_paths` of this runtime's template spec `raw`, and the same indexed (each
+        path ranked by its patch), remembered by the patches' specs as `merge` is (at most
+        LIMIT of them; read only)."""
         key = value_key([_patch_template(patch).get("spec") for patch in patches])
         known = self._changes.get(key) if key is not None else None
         if known is None:
-            known = patch_paths(self._spec(raw), patches)
+            paths = patch_paths(self.template(raw), patches)
+            known = paths, PathIndex((path, k) for k, path in paths)
             if key is not None and len(self._changes) < self.LIMIT:
                 self._changes[key] = known
         return known
@@ -413,29 +498,48 @@ def _pod_set(index: int, rjob: Obj, trainjob: Obj, ml_policy: Any, origins: Reco
         count_origin = POLICY_COUNT if "numNodes" in (ml_policy or {}) else POLICY_COUNT_UNSET
     resources = (trainjob.get("spec", {}).get("trainer") or {}).get("resourcesPerNode")
     if isinstance(resources, dict) and _takes_resources(rjob, ancestor, ml_policy):
-        merged = _merge_node_resources(pod_spec, resources)
-        if merged is not None:
-            at, base, canonical = merged
-            path = (*root, "spec", "replicatedJobs", index, *POD_SPEC, "containers", at,
-                    "resources")
-            origins.defer(lambda: _resource_writes(path, resources, base, canonical))
+        at = _merge_node_resources(pod_spec, resources)
+        if at is not None:
+            origins.add(((*root, "spec", "replicatedJobs", index, *POD_SPEC, "containers", at,
+                          "resources"), RESOURCE_WRITES, resources))
     return PodSet(index=index, name=str(rjob.get("name", "")), ancestor=ancestor,
                   count=max(int(count if isinstance(count, int) else 1), 1),
                   pod_spec=pod_spec, replicas=int(rjob.get("replicas", 1) or 1),
                   count_origin=count_origin)
 
 
-def _resource_writes(path: Path, resources: Obj, base: Obj, canonical: Obj
-                     ) -> Iterator[Write]:
-    """resourcesPerNode's limits and requests (`canonical`: with canonical quantities)
-    merged into the container at `path` over its own (`base`, which the merge replaced); one
-    equal to the container's changed nothing."""
-    for key in ("limits", "requests"):
-        old, new = base.get(key) or {}, canonical.get(key) or {}
-        for name in resources.get(key) or {}:
-            source: Path = ("spec", "trainer", "resourcesPerNode", key, name)
-            origin = Origin(f"trainJob {format_path(source)}", "trainjob", source)
-            yield (*path, key, name), origin, name not in old or old[name] != new.get(name)
+class _ResourceWrites(Writes):
+    """resourcesPerNode's limits and requests (`data`, the TrainJob's), merged into the
+    container whose resources are at `at` (over its own), each from its TrainJob field."""
+
+    def find(self, at: Path, data: Any, path: Path) -> Hit | None:
+        below = path[len(at):]
+        for key in ("requests", "limits"):
+            names = data.get(key) or {}
+            if below and below[0] != key:
+                continue
+            if len(below) > 1:
+                if below[1] not in names:
+                    return None
+                name = below[1]
+            elif names:
+                name = next(reversed(names))
+            else:
+                continue
+            return (*at, key, name), _resource_origin(key, name)
+        return None
+
+    def writes(self, at: Path, data: Any) -> Iterator[Hit]:
+        for key in ("limits", "requests"):
+            for name in data.get(key) or {}:
+                yield (*at, key, name), _resource_origin(key, name)
+
+
+RESOURCE_WRITES = _ResourceWrites()
+
+
+def _resource_origin(key: str, name: Any) -> Origin:
+    return trainjob_field(("spec", "trainer", "resourcesPerNode", key, name))
 
 
 def _takes_resources(rjob: Obj, ancestor: str | None, ml_policy: Any) -> bool:
@@ -474,10 +578,9 @@ def _flat(resources: Obj) -> bool:
                if isinstance(field, dict) for value in field.values())
 
 
-def _merge_node_resources(pod_spec: Obj, override: Obj) -> tuple[int, Obj, Obj] | None:
+def _merge_node_resources(pod_spec: Obj, override: Obj) -> int | None:
     """Per-key overlay of limits/requests on the first `node` container; claims dropped.
-    Returns the index of that container (None when there is none), the resources it had
-    (which it no longer holds) and the override with canonical quantities (read only)."""
+    Returns the index of that container (None when there is none)."""
     for index, container in enumerate(pod_spec.get("containers") or []):
         if container.get("name") != NODE:
             continue
@@ -489,5 +592,5 @@ def _merge_node_resources(pod_spec: Obj, override: Obj) -> tuple[int, Obj, Obj] 
             if values:
                 merged[key] = values
         container["resources"] = merged
-        return index, base, canonical
+        return index
     return None

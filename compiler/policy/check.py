@@ -26,27 +26,14 @@ Path = tuple[str | int, ...]
 
 
 class Finding(NamedTuple):
-    """A violation of a compiled JobSet and where the compile recorded its field's value came
-    from (`compiler.core.provenance`): `made` is the write that made the value what it is,
-    `writer` the last write, looked up only when the runtime's template did not make it
-    (None then, or when unrecorded)."""
+    """A violation of a compiled JobSet and what its compile recorded for the violation's
+    field (`compiler.core.provenance`): `from_runtime`, whether the runtime's template made
+    the value (its copy, and no later write changed it); else `writer`, the last write
+    (None when unrecorded)."""
 
     violation: Violation
-    made: Origin | None
-    writer: Origin | None
-
-    @property
-    def from_runtime(self) -> bool:
-        """Whether the runtime's JobSet template holds the value at the violation's path:
-        the value was made by the copy of the template (or its normalization) and the record
-        maps the path to the same place in it."""
-        path, made = self.violation.path, self.made
-        return len(path) >= 2 and path[0] == "spec" and made is not None \
-            and made.input == "runtime" and made.path[:3] == TEMPLATE_SPEC \
-            and made.path == (*TEMPLATE_SPEC, *path[1:])[:len(made.path)]
-
-
-TEMPLATE_SPEC: Path = ("spec", "template", "spec")
+    from_runtime: bool
+    writer: Origin | None = None
 
 
 def jobset_findings(policies: PolicySet, trainjob: Obj, jobset: Obj,
@@ -57,8 +44,8 @@ def jobset_findings(policies: PolicySet, trainjob: Obj, jobset: Obj,
     out = []
     for v in policies.check("JobSet", jobset, trainjob):
         at = (*root, *v.path)
-        found = Finding(v, origins.lookup(at, changed=True), None)
-        out.append(found if found.from_runtime else found._replace(writer=origins.lookup(at)))
+        out.append(Finding(v, True) if origins.template_made(at) else
+                   Finding(v, False, origins.lookup(at)))
     return out
 
 

@@ -4,8 +4,7 @@ Always active and ordered last by its facts. It writes parallelism = completions
 count on every replicatedJob, then builds the JobSet: initializer STORAGE_URI/env/envFrom,
 trainer image/command/args/env, replicas, scheduler pod labels/annotations, suspend, and the
 controller ownerReference (only when the TrainJob has a uid: the compiler never invents one).
-Every field it writes is recorded in the context's origin recorder (`compiler.core.provenance`),
-with whether the write changed it.
+Every field it writes is recorded in the context's origin recorder (`compiler.core.provenance`).
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ from compiler.common.diagnostics import Path
 from compiler.common.jsondata import Obj
 from compiler.core.context import ANCESTOR_LABEL, JOBSET_API, NODE, POD_SPEC, TRAINER, Context
 from compiler.core.plugins.base import PluginResult, PluginSpec, ml_policy_has, object_metadata
-from compiler.core.provenance import Origin, Write, made, trainjob_field
+from compiler.core.provenance import Hit, Origin, Writes, is_related, made, trainjob_field
 from compiler.core.upsert import env_var, port_match, upsert, upsert_env
 
 INITIALIZERS = ("dataset-initializer", "model-initializer")
@@ -41,12 +40,13 @@ def build(ctx: Context) -> PluginResult:
     """Return the JobSet object."""
     spec = ctx.spec  # the builder runs last and takes the spec over
     jobs = spec.get("replicatedJobs") or []
-    _sync_parallel_count(ctx, jobs)
+    jobs_at = ctx.out_path("spec", "replicatedJobs")
+    _sync_parallel_count(ctx, jobs, jobs_at)
     for ps in ctx.pod_sets:
         _upsert_back(ctx, ps.index)
     for index, rjob in enumerate(jobs):
         ancestor = (rjob["template"].get("metadata", {}).get("labels") or {}).get(ANCESTOR_LABEL)
-        at = ctx.out_path("spec", "replicatedJobs", index)
+        at = (*jobs_at, index)
         if ancestor in INITIALIZERS:
             _initializer(ctx, rjob, ancestor, at)
         _trainer(ctx, rjob, ancestor, at)
@@ -55,10 +55,10 @@ def build(ctx: Context) -> PluginResult:
             if values:
                 _pod_metadata(ctx, pod_meta, key, values, at)
     suspend = ctx.trainjob.get("spec", {}).get("suspend")
-    was = spec.pop("suspend", None)
+    spec.pop("suspend", None)
     if suspend is not None:
         spec["suspend"] = suspend
-        ctx.origins.record(ctx.out_path("spec", "suspend"), SUSPEND, was != suspend)
+        ctx.origins.add((ctx.out_path("spec", "suspend"), SUSPEND))
     return PluginResult(objects=(_jobset(ctx, spec),))
 
 
@@ -66,24 +66,21 @@ def _pod_metadata(ctx: Context, pod_meta: Obj, key: str, values: dict[str, str],
                   at: Path) -> None:
     """The scheduler pod labels or annotations the plugins set, merged into a job's pod
     template metadata."""
-    old = pod_meta.get(key) or {}
-    for name, value in values.items():
-        ctx.origins.record((*at, "template", "spec", "template", "metadata", key, name),
-                           ctx.pod_meta_origins.get((key, name), BUILDER),
-                           name not in old or old[name] != value)
-    pod_meta[key] = {**old, **values}
+    pod_meta[key] = {**(pod_meta.get(key) or {}), **values}
+    for name in values:
+        ctx.origins.add(((*at, "template", "spec", "template", "metadata", key, name),
+                         ctx.pod_meta_origins.get((key, name), BUILDER)))
 
 
-def _sync_parallel_count(ctx: Context, jobs: list[Obj]) -> None:
+def _sync_parallel_count(ctx: Context, jobs: list[Obj], jobs_at: Path) -> None:
     for ps in ctx.pod_sets:
-        for index, rjob in enumerate(jobs):
+        for rjob in jobs:
             if rjob.get("name") == ps.name:
                 job_spec = rjob["template"]["spec"]
-                at = ctx.out_path("spec", "replicatedJobs", index, "template", "spec")
-                for key in ("parallelism", "completions"):
-                    ctx.origins.record((*at, key), ps.count_origin, job_spec.get(key) != ps.count)
-                    job_spec[key] = ps.count
+                job_spec["parallelism"] = ps.count
+                job_spec["completions"] = ps.count
                 break
+    ctx.origins.add((jobs_at, COUNT_WRITES, (jobs, ctx.pod_sets)))
 
 
 def _upsert_back(ctx: Context, pod_set: int) -> None:
@@ -103,12 +100,13 @@ def _upsert_back(ctx: Context, pod_set: int) -> None:
                 continue
             after = list(ports)
             landed = upsert(after, list(ports), port_match)
-            if after == ports:
+            if landed == list(range(len(ports))):
                 continue  # (the ports are their own write-back: each lands where it is)
             path = ctx.pod_path(ps, key, k, "ports")
+            ctx.origins.add_output(ctx.root, {"spec": ctx.spec})  # (the JobSet so far)
             origins = [ctx.origins.lookup((*path, j)) for j in range(len(ports))]
-            for j, (origin, index) in enumerate(zip(origins, landed, strict=False)):
-                ctx.origins.record((*path, index), origin or BUILDER, ports[j] != ports[index])
+            for origin, index in zip(origins, landed, strict=False):
+                ctx.origins.add(((*path, index), origin or BUILDER))
             ports[:] = after
 
 
@@ -117,13 +115,9 @@ def _containers(rjob: Obj) -> list[tuple[int, Obj]]:
     return [(k, c) for k, c in enumerate(containers or []) if isinstance(c, dict)]
 
 
-def _run_once(ctx: Context, rjob: Obj, at: Path) -> None:
-    ctx.origins.record((*at, "replicas"), RUN_ONCE, rjob.get("replicas") != 1)
-    rjob["replicas"] = 1
-
-
 def _initializer(ctx: Context, rjob: Obj, ancestor: str, at: Path) -> None:
-    _run_once(ctx, rjob, at)
+    rjob["replicas"] = 1
+    ctx.origins.add(((*at, "replicas"), RUN_ONCE))
     key = INITIALIZER_KEYS[ancestor]
     config = (ctx.trainjob.get("spec", {}).get("initializer") or {}).get(key)
     if not isinstance(config, dict):
@@ -134,42 +128,31 @@ def _initializer(ctx: Context, rjob: Obj, ancestor: str, at: Path) -> None:
             continue
         path = (*at, *POD_SPEC, "containers", k)
         if config.get("storageUri") is not None:
-            _upsert_env(ctx, container, [{"name": "STORAGE_URI", "value": config["storageUri"]}],
-                        [(*source, "storageUri")], path)
+            landed = upsert_env(container, [{"name": "STORAGE_URI",
+                                             "value": config["storageUri"]}])
+            ctx.origins.add(((*path, "env"), source, landed, ["storageUri"]))
         _env(ctx, container, config.get("env"), (*source, "env"), path)
         secret = config.get("secretRef")
         if isinstance(secret, dict):
             container.setdefault("envFrom", []).append(
                 {"secretRef": {"name": secret.get("name", "")}})
-            ctx.origins.record((*path, "envFrom", len(container["envFrom"]) - 1),
-                               trainjob_field((*source, "secretRef")))
+            ctx.origins.add(((*path, "envFrom", len(container["envFrom"]) - 1),
+                             trainjob_field((*source, "secretRef"))))
 
 
 def _env(ctx: Context, container: Obj, envs: Any, source: Path, path: Path) -> None:
     """Upsert a TrainJob env list, each item recorded as its TrainJob field's."""
-    items = [i for i, env in enumerate(envs or []) if isinstance(env, dict)]
+    items: list[str | int] = [i for i, env in enumerate(envs or []) if isinstance(env, dict)]
     if items:
-        _upsert_env(ctx, container, [env_var(envs[i]) for i in items],
-                    [(*source, i) for i in items], path)
-
-
-def _upsert_env(ctx: Context, container: Obj, envs: list[Obj], sources: list[Path],
-                path: Path) -> None:
-    """Upsert env vars into the container at `path`, each recorded as written from its
-    TrainJob field (worked out when looked up; one that replaced an equal var changed
-    nothing)."""
-    before = list(container.get("env") or ())
-    landed = upsert_env(container, envs)
-    after = list(container["env"])
-    ctx.origins.defer(lambda: (
-        ((*path, "env", i), trainjob_field(source), i >= len(before) or before[i] != after[i])
-        for i, source in zip(landed, sources, strict=True)))
+        landed = upsert_env(container, [env_var(envs[i]) for i in items])
+        ctx.origins.add(((*path, "env"), source, landed, items))
 
 
 def _trainer(ctx: Context, rjob: Obj, ancestor: str | None, at: Path) -> None:
     trainer = ctx.trainer
     if ancestor == TRAINER:
-        _run_once(ctx, rjob, at)
+        rjob["replicas"] = 1
+        ctx.origins.add(((*at, "replicas"), RUN_ONCE))
         for k, container in _containers(rjob):
             if container.get("name") == NODE and trainer is not None:
                 _trainer_overrides(ctx, container, trainer, (*at, *POD_SPEC, "containers", k))
@@ -183,25 +166,26 @@ def _trainer(ctx: Context, rjob: Obj, ancestor: str | None, at: Path) -> None:
 
 
 def _trainer_overrides(ctx: Context, container: Obj, trainer: Obj, path: Path) -> None:
+    image = command = args = None
     if trainer.get("image") is not None:
-        ctx.origins.record((*path, "image"), IMAGE, container.get("image") != trainer["image"])
         container["image"] = trainer["image"]
+        image = IMAGE
     if ctx.trainer_command is not None:
-        ctx.origins.record((*path, "command"), ctx.command_origin or COMMAND,
-                           _set_list(container, "command", ctx.trainer_command))
+        _set_list(container, "command", ctx.trainer_command)
+        command = ctx.command_origin or COMMAND
     if isinstance(trainer.get("args"), list) and not ctx.clear_trainer_args:
-        ctx.origins.record((*path, "args"), ARGS, _set_list(container, "args", trainer["args"]))
+        _set_list(container, "args", trainer["args"])
+        args = ARGS
+    if image or command or args:
+        ctx.origins.add((path, OVERRIDE_WRITES, (image, command, args)))
 
 
-def _set_list(container: Obj, key: str, values: list[str]) -> bool:
-    """Set a list field; an empty list clears it (it marshals away, as upstream's). Whether
-    that changed the field."""
-    old = container.get(key)
+def _set_list(container: Obj, key: str, values: list[str]) -> None:
+    """Set a list field; an empty list clears it (it marshals away, as upstream's)."""
     if values:
         container[key] = list(values)
     else:
         container.pop(key, None)
-    return old != container.get(key)
 
 
 def _jobset(ctx: Context, spec: Obj) -> Obj:
@@ -211,19 +195,80 @@ def _jobset(ctx: Context, spec: Obj) -> Obj:
     if ctx.annotations:
         metadata["annotations"] = dict(ctx.annotations)
     obj = {"apiVersion": JOBSET_API[0], "kind": JOBSET_API[1], "metadata": metadata, "spec": spec}
-    ctx.origins.add_output(ctx.out_path(), obj)
-    root = ctx.root
-    ctx.origins.defer(lambda: _object_writes(root))
+    ctx.origins.add_output(ctx.root, obj)
+    ctx.origins.add((ctx.root, OBJECT_WRITES, None))
     return obj
 
 
-def _object_writes(root: Path) -> Iterator[Write]:
+class _CountWrites(Writes):
+    """Each pod set's count, written as the parallelism and completions of the first job
+    (below `at`, the JobSet's replicatedJobs) of its name. `data`: the jobs and the pod
+    sets."""
+
+    def find(self, at: Path, data: Any, path: Path) -> Hit | None:
+        n = len(at)
+        if len(path) > n + 3 and path[n + 3] not in ("parallelism", "completions"):
+            return None  # (elsewhere in a job's spec)
+        for written, origin in reversed(list(self.writes(at, data))):
+            if is_related(written, path):
+                return written, origin
+        return None
+
+    def writes(self, at: Path, data: Any) -> Iterator[Hit]:
+        jobs, pod_sets = data
+        for ps in pod_sets:
+            index = next((i for i, rjob in enumerate(jobs) if rjob.get("name") == ps.name), None)
+            if index is not None:
+                yield (*at, index, "template", "spec", "parallelism"), ps.count_origin
+                yield (*at, index, "template", "spec", "completions"), ps.count_origin
+
+
+class _OverrideWrites(Writes):
+    """The TrainJob's image, command and args written into the trainer's `node` container
+    at `at` (`data`: their origins, None for one not written)."""
+
+    KEYS = ("image", "command", "args")
+
+    def find(self, at: Path, data: Any, path: Path) -> Hit | None:
+        below = path[len(at):]
+        for key, origin in zip(reversed(self.KEYS), reversed(data), strict=True):
+            if origin is not None and (not below or below[0] == key):
+                return (*at, key), origin
+        return None
+
+    def writes(self, at: Path, data: Any) -> Iterator[Hit]:
+        for key, origin in zip(self.KEYS, data, strict=True):
+            if origin is not None:
+                yield (*at, key), origin
+
+
+class _ObjectWrites(Writes):
     """What the builder writes into the JobSet object around its spec."""
-    for key in ("apiVersion", "kind"):
-        yield (*root, key), BUILDER, True
-    for key, origin in METADATA.items():
-        yield (*root, "metadata", key), origin, True
-    yield (*root, "metadata", "ownerReferences"), OWNER, True
+
+    WRITES: tuple[tuple[Path, Origin], ...] = (
+        (("apiVersion",), BUILDER), (("kind",), BUILDER),
+        *((("metadata", key), origin) for key, origin in METADATA.items()),
+        (("metadata", "ownerReferences"), OWNER))
+
+    def find(self, at: Path, data: Any, path: Path) -> Hit | None:
+        if len(path) > 2 and path[2] == "spec":
+            return None
+        below = path[2:]
+        size = len(below)
+        for written, origin in reversed(self.WRITES):
+            if below[:len(written)] == written if len(written) <= size else \
+                    written[:size] == below:
+                return (*at, *written), origin
+        return None
+
+    def writes(self, at: Path, data: Any) -> Iterator[Hit]:
+        for written, origin in self.WRITES:
+            yield (*at, *written), origin
+
+
+COUNT_WRITES = _CountWrites()
+OVERRIDE_WRITES = _OverrideWrites()
+OBJECT_WRITES = _ObjectWrites()
 
 
 PLUGIN = PluginSpec(
