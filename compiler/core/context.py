@@ -188,9 +188,8 @@ def build_context(trainjob: Obj, runtime: Obj, spec: Obj,
     raw = template.get("spec")
     merged = merged if merged is not None else MergedSpecs()
     spec_at = (*root, "spec")
-    origins = Recorder({"trainjob": trainjob, "runtime": runtime}, (spec_at, merged.template, raw),
-                       [(spec_at, TEMPLATE_SPEC),
-                        (root, TEMPLATE_WRITES, (raw, merged, labels, annotations, patches))])
+    origins = Recorder({"trainjob": trainjob, "runtime": runtime}, (spec_at, merged, raw),
+                       [(root, TEMPLATE_WRITES, (raw, merged, labels, annotations, patches))])
     if patches:
         origins.add((spec_at, PATCH_WRITES, (raw, merged, patches, [])))
     spec = merged.merge(spec, patches)
@@ -237,21 +236,23 @@ def _propagated_metadata(template: Obj, patches: list[Obj]) -> tuple[dict[str, s
 
 
 class _TemplateWrites(Writes):
-    """The rest of the runtime template's copy: what the typed round trip normalized in its
-    JobSet spec, and the JobSet's labels and annotations (from the template's metadata, or
-    the last runtime patch that sets a key). `data`: the template's spec as written (`raw`),
-    the runtime's `MergedSpecs`, the labels, the annotations and the runtime patches."""
+    """The copy of the runtime's template: its JobSet spec, what the typed round trip
+    normalized in it, and the JobSet's labels and annotations (from the template's metadata,
+    or the last runtime patch that sets a key). `data`: the template's spec as written
+    (`raw`), the runtime's `MergedSpecs`, the labels, the annotations and the runtime
+    patches."""
 
     def find(self, at: Path, data: Any, path: Path) -> Hit | None:
         if len(path) > 2 and path[2] == "spec":
-            return _normalized(at, data, path[3:])
+            return _normalized(at, data, path[3:]) or ((*at, "spec"), TEMPLATE_SPEC)
         if len(path) > 2 and path[2] != "metadata":
             return None
-        return _metadata(at, data, path[3:]) or \
-            (_normalized(at, data, ()) if len(path) <= 2 else None)
+        return _metadata(at, data, path[3:]) or (None if len(path) > 2 else (
+            _normalized(at, data, ()) or ((*at, "spec"), TEMPLATE_SPEC)))
 
     def writes(self, at: Path, data: Any) -> Iterator[Hit]:
         raw, merged, labels, annotations, patches = data
+        yield (*at, "spec"), TEMPLATE_SPEC
         origin = _normalized_origin(at)
         for path in merged.normalized_paths(raw):
             yield (*at, "spec", *path), origin

@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Any
+from typing import Any, Protocol
 
 from compiler.common.diagnostics import Path, format_path
 from compiler.common.jsondata import Obj, get_at, get_path
@@ -148,6 +148,25 @@ class PathIndex:
         return int(max(best, node[0], node[1]))
 
 
+class TemplateSource(Protocol):
+    """What gives a runtime's template (its JobSet spec `raw` as the output starts from it,
+    read only; a runtime's `MergedSpecs`)."""
+
+    def template(self, raw: Any) -> Any:
+        """The template spec, as the output starts from it."""
+
+
+class _Kept:
+    """A template kept as it is (a recorder's, after pickling)."""
+
+    def __init__(self, spec: Any) -> None:
+        self.spec = spec
+
+    def template(self, raw: Any) -> Any:
+        """The template kept."""
+        return self.spec
+
+
 class Recorder:
     """The origins of the output objects of one compile, keyed by output path.
 
@@ -159,24 +178,22 @@ class Recorder:
     recorded first, with its copy.
     """
 
-    _template: tuple[Path, Callable[[Any], Any], Any] | None = None
-    _places: dict[int, dict[Any, int]] | None = None  # long item lists, indexed on lookup
+    __slots__ = ("_inputs", "_log", "_outputs", "_places", "_template", "add")
 
     def __init__(self, inputs: dict[str, Obj] | None = None,
-                 template: tuple[Path, Callable[[Any], Any], Any] | None = None,
+                 template: tuple[Path, TemplateSource, Any] | None = None,
                  copy: list[Entry] | None = None) -> None:
         """`template`: the runtime's template, copied to the output path `at` (the JobSet's
-        spec), as `(at, spec_of, arg)`: `spec_of(arg)` gives it as the output started from
-        it (read only; asked only when a lookup needs it). `copy`: the entries of that copy
-        (its own and what the typed round trip normalized), recorded first (the recorder
-        takes the list over)."""
+        spec), as `(at, source, raw)`: `source.template(raw)` gives it as the output started
+        from it (asked only when a lookup needs it). `copy`: the entries of that copy,
+        recorded first (the recorder takes the list over)."""
         self._log: list[Entry] = copy if copy is not None else []
         # one write (an `Entry`); bound to the log's own append: a compile writes often
         self.add: Callable[[Entry], None] = self._log.append
         self._inputs: dict[str, Obj] = inputs if inputs is not None else {}
         self._outputs: dict[Path, Obj] = {}
-        if template is not None:
-            self._template = template
+        self._template = template
+        self._places: dict[int, dict[Any, int]] | None = None  # long item lists, indexed
 
     def __getstate__(self) -> dict[str, Any]:
         """What pickling and copying keep: the writes, those worked out on lookup listed."""
@@ -185,16 +202,16 @@ class Recorder:
             flat.extend(_writes(entry))
         template = None
         if self._template is not None:
-            at, spec_of, arg = self._template
-            template = (at, spec_of(arg))
+            at, source, raw = self._template
+            template = (at, source.template(raw))
         return {"log": flat, "template": template, "inputs": self._inputs,
                 "outputs": self._outputs}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["inputs"], None, state["log"])  # type: ignore[misc]
-        if state["template"] is not None:
-            at, spec = state["template"]
-            self._template = (at, _same, spec)
+        template = state["template"]
+        self.__init__(state["inputs"],  # type: ignore[misc]
+                      None if template is None else (template[0], _Kept(template[1]), None),
+                      state["log"])
         self._outputs = state["outputs"]
 
     def add_input(self, name: str, doc: Obj) -> None:
@@ -251,12 +268,12 @@ class Recorder:
         `tests/test_provenance.py` checks both on every golden)."""
         if self._template is None:
             return False
-        at, spec_of, arg = self._template
+        at, source, raw = self._template
         n = len(at)
         if len(path) <= n or path[:n] != at:
             return False
         out = self._outputs.get((path[0], path[1]))
-        return bool(get_at(out, path[2:]) == get_at(spec_of(arg), path[n:]))
+        return bool(get_at(out, path[2:]) == get_at(source.template(raw), path[n:]))
 
     def _hit(self, entry: Entry, path: Path, n: int, size: int) -> Hit | None:
         """The newest write of a log entry at `n` parts on `path` (of `size` parts), an
@@ -317,10 +334,6 @@ def item_hit(at: Path, origin: Origin, landed: list[int], path: Path) -> Hit | N
     if size <= n:
         return (*at, landed[-1]), origin
     return ((*at, path[n]), origin) if path[n] in landed else None
-
-
-def _same(value: Any) -> Any:
-    return value
 
 
 def _writes(entry: Entry) -> Iterator[Entry]:
