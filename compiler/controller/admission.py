@@ -2,7 +2,8 @@
 
 The compile has already admitted the TrainJob (schema, CEL and webhook rules, as the API
 server would: the controller cannot rely on a webhook being installed). Then the policy packs
-the controller was started with (`tjc controller --policy`, `--no-default-policies`,
+(on the TrainJob as the compile admitted and defaulted it, which its record keeps) the
+controller was started with (`tjc controller --policy`, `--no-default-policies`,
 `--policy-values`, as `livepolicy` holds them at the time) run on the TrainJob, its runtime
 and the compiled JobSet; a deny (after the exemptions of the policy settings, whose expiry is
 judged on the `today` of this decision) is a refusal too. Called by `reconcile`; pure apart
@@ -40,7 +41,10 @@ def refusals(result: CompileResult, trainjob: Obj, runtime: Obj | list[Diagnosti
     errors = [d for d in result.diagnostics if d.severity is Severity.ERROR]
     if errors or policies is None:
         return errors
-    tj = check_object("TrainJob", trainjob)[0]  # defaulted, as the policies see it elsewhere
+    # the TrainJob the compile admitted and defaulted (as validate's policies see it): not
+    # admitted a second time
+    admitted = result.origins.input("trainjob") if result.origins is not None else None
+    tj = admitted if admitted is not None else check_object("TrainJob", trainjob)[0]
     found = [v.diagnostic() for v in policies.check("TrainJob", tj, today=today)]
     found += runtime if isinstance(runtime, list) else \
         runtime_findings(runtime, policies, today)

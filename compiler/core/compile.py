@@ -15,6 +15,7 @@ from __future__ import annotations
 import marshal
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, cast
 
 from compiler.common.diagnostics import (
@@ -37,9 +38,9 @@ from compiler.core.context import (
 )
 from compiler.core.plugins import registry
 from compiler.core.plugins.base import PluginResult, PluginSpec
-from compiler.core.plugins.edits import apply_edit
+from compiler.core.plugins.edits import apply_edits
 from compiler.core.plugins.graph import plugin_order
-from compiler.core.provenance import Recorder, made, root_of
+from compiler.core.provenance import Origin, Recorder, made
 from compiler.core.resolve import RUNTIME_KINDS, RuntimeKey, runtime_key, wanted_key
 from compiler.kube import roundtrip as typed
 from compiler.kube import structural
@@ -51,12 +52,14 @@ TRAINER_CONTROLLER = "trainer.kubeflow.org/trainjob-controller"
 @dataclass(frozen=True)
 class CompileResult:
     """The objects created for one TrainJob (empty on error, but for errors about the Pods
-    only, subject `pods`: the cluster takes those objects) and every diagnostic."""
+    only, subject `pods`: the cluster takes those objects) and every diagnostic; `origins`,
+    where each field of the objects came from (`compiler.core.provenance`; None when the
+    compile did not run), is not compared."""
 
     objects: tuple[Obj, ...]
     diagnostics: tuple[Diagnostic, ...]
     plugins: tuple[str, ...] = ()
-    origins: Recorder | None = None
+    origins: Recorder | None = field(default=None, compare=False, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -189,8 +192,7 @@ def compile_defaulted(tj: Obj, prepared: PreparedRuntime, *, options: CompileOpt
     if any(d.severity is Severity.ERROR and d.subject != "pods" for d in diagnostics):
         objects = []  # (the cluster takes the objects and refuses only the Pods: kept)
     return CompileResult(tuple(objects), tuple(with_object(diagnostics, ref)),
-                         tuple(p.name for p in plugins),
-                         ctx.origins if ctx.origins.enabled else None)
+                         tuple(p.name for p in plugins), ctx.origins)
 
 
 def _compile(tj: Obj, prepared: PreparedRuntime, options: CompileOptions, refuse: bool = True
@@ -199,8 +201,7 @@ def _compile(tj: Obj, prepared: PreparedRuntime, options: CompileOptions, refuse
     `TjcError` on a compile error); with `refuse`, an error for a JobSet the cluster could
     never run (`limits`), else the errors the API server would give its Jobs and Pods
     (`podrefusals`)."""
-    ctx = build_context(tj, prepared.doc, prepared.spec_copy(),
-                        Recorder() if options.trace else None, prepared.merged)
+    ctx = build_context(tj, prepared.doc, prepared.spec_copy(), prepared.merged)
     ctx.options = options
     plugins = prepared.plugins(ctx)
     objects, diagnostics = _run_plugins(ctx, plugins)
@@ -232,22 +233,19 @@ def _run_plugins(ctx: Context, plugins: Sequence[PluginSpec]) -> tuple[list[Obj]
             if step is None:
                 continue
             result: PluginResult = step(ctx)
-            for edit in result.edits:
-                apply_edit(ctx, edit, plugin.name)
-            if ctx.origins.enabled:
-                for obj in result.objects:
-                    _record_object(ctx, obj, plugin.name)
+            if result.edits:
+                apply_edits(ctx, result.edits, plugin.name)
+            for obj in result.objects:  # (the JobSet builder records its own fields)
+                ctx.origins.add_object(obj, _made_by(plugin.name))
             objects.extend(result.objects)
             diagnostics.extend(result.diagnostics)
     return objects, diagnostics
 
 
-def _record_object(ctx: Context, obj: Obj, plugin: str) -> None:
-    """A side object is its plugin's, whole (the JobSet builder records its own fields)."""
-    root = root_of(obj)
-    if not ctx.origins.knows(root):
-        ctx.origins.add_output(root, obj)
-        ctx.origins.record(root, made(f"plugin {plugin}"))
+@lru_cache(maxsize=256)
+def _made_by(plugin: str) -> Origin:
+    """A side object is its plugin's, whole."""
+    return made(f"plugin {plugin}")
 
 
 def managed_elsewhere(tj: Mapping[str, Any]) -> Diagnostic | None:

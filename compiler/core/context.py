@@ -13,9 +13,19 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
-from compiler.common.diagnostics import Path, format_path
+from compiler.common.diagnostics import Path
 from compiler.common.jsondata import Obj, copy_json, value_key
-from compiler.core.provenance import OFF, Origin, Recorder, copied, made, object_root
+from compiler.core.provenance import (
+    Hit,
+    Origin,
+    PathIndex,
+    Recorder,
+    Writes,
+    copied,
+    made,
+    object_root,
+    trainjob_field,
+)
 from compiler.kube import roundtrip as typed
 from compiler.kube import strategicmerge as smp
 from compiler.kube.defaults import canonicalize_quantities, quantity_tree
@@ -36,8 +46,7 @@ class CompileOptions:
     """What the cluster would supply, passed in so the compile stays pure.
 
     `ssh_keys(namespace, name)` returns the key pair of a TrainJob's MPI SSH Secret; without
-    it, no Secret is emitted and a notice says which Secret the job needs. `trace` records
-    where every output field came from (`compiler.core.provenance`, for `tjc explain`).
+    it, no Secret is emitted and a notice says which Secret the job needs.
     `field_validation` is kubectl's for unknown fields in admission (`strict`, `warn` or
     `ignore`; `compiler.core.admission.field_validation`).
     `name_hash` is read by the render pipeline, not by the compile: it renders each TrainJob
@@ -45,7 +54,6 @@ class CompileOptions:
     """
 
     ssh_keys: SSHKeySource | None = None
-    trace: bool = False
     field_validation: str = "strict"
     name_hash: bool = False
 
@@ -57,11 +65,14 @@ ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
 TRAINER = "trainer"
 NODE = "node"
 JOBSET_API = ("jobset.x-k8s.io/v1alpha2", "JobSet")
+JOBSET_ROOT = object_root(*JOBSET_API, "")[0]
 POD_SPEC: Path = ("template", "spec", "template", "spec")
 PATCHES: Path = ("spec", "runtimePatches")
 PATCH_SPEC: Path = ("trainingRuntimeSpec", "template", "spec")
 TEMPLATE_COUNT = made("the job template's parallelism (default 1), written as the pod-set count "
                       "by the JobSet builder")
+TEMPLATE_SPEC = Origin("runtime spec.template.spec", "runtime", ("spec", "template", "spec"),
+                       exact=True)
 POLICY_COUNT = Origin("runtime spec.mlPolicy.numNodes (CRD default 1 when unset), via the "
                       "trainer pod-set count", "runtime", ("spec", "mlPolicy", "numNodes"))
 POLICY_COUNT_UNSET = replace(POLICY_COUNT, path=("spec", "mlPolicy"))
@@ -105,7 +116,7 @@ class Context:
     clear_trainer_args: bool = False
     facts: dict[str, Any] = field(default_factory=dict)
     options: CompileOptions = DEFAULT_OPTIONS
-    origins: Recorder = OFF
+    origins: Recorder = field(default_factory=Recorder)
     root: Path = ()
     pod_meta_origins: dict[tuple[str, str], Origin] = field(default_factory=dict)
     command_origin: Origin | None = None
@@ -132,7 +143,7 @@ class Context:
 
     def pod_path(self, ps: PodSet, *path: str | int) -> Path:
         """An output path into the pod spec of a pod set."""
-        return self.out_path("spec", "replicatedJobs", ps.index, *POD_SPEC, *path)
+        return (*self.root, "spec", "replicatedJobs", ps.index, *POD_SPEC, *path)
 
     def pod_set_by_ancestor(self, ancestor: str) -> PodSet | None:
         """The first pod set with this ancestor label value."""
@@ -162,29 +173,26 @@ class Context:
                 yield f"{self.name}-{ps.name}-{replica}-{pod}.{sub}"
 
 
-def build_context(trainjob: Obj, runtime: Obj, spec: Obj, origins: Recorder | None = None,
+def build_context(trainjob: Obj, runtime: Obj, spec: Obj,
                   merged: MergedSpecs | None = None) -> Context:
     """Build the context from a defaulted TrainJob, its defaulted runtime and a fresh copy of
     the runtime's JobSet spec after the typed round trip (`typed.jobset_spec`), which the
-    context takes over. With `origins`, every field written is recorded there; without,
+    context takes over. Every field written is recorded in the context's `origins`;
     `merged` (the runtime's, when given) remembers what the runtime patches merge to."""
     rt_spec = runtime.get("spec") or {}
     template = rt_spec.get("template") or {}
     ml_policy = rt_spec.get("mlPolicy")
     patches = runtime_patches(trainjob)
-    origins = origins or OFF
-    root: Path = ()
     labels, annotations = _propagated_metadata(template, patches)
-    if origins.enabled:
-        root = object_root(*JOBSET_API, str((trainjob.get("metadata") or {}).get("name", "")))
-        _record_template(origins, root, trainjob, runtime, spec)
-        _record_metadata(origins, root, labels, annotations, patches)
-    if merged is not None and not origins.enabled:
-        spec = merged.merge(spec, patches)
-    else:
-        spec = merge_patches(spec, patches, origins, root)
-    if origins.enabled:
-        origins.add_output(root, {"spec": spec})
+    root = (JOBSET_ROOT, str((trainjob.get("metadata") or {}).get("name", "")))
+    raw = template.get("spec")
+    merged = merged if merged is not None else MergedSpecs()
+    spec_at = (*root, "spec")
+    origins = Recorder({"trainjob": trainjob, "runtime": runtime}, (spec_at, merged, raw),
+                       [(root, TEMPLATE_WRITES, (raw, merged, labels, annotations, patches))])
+    if patches:
+        origins.add((spec_at, PATCH_WRITES, (raw, merged, patches, [])))
+    spec = merged.merge(spec, patches)
     pod_sets = []
     for index, rjob in enumerate(spec.get("replicatedJobs") or []):
         pod_sets.append(_pod_set(index, rjob, trainjob, ml_policy, origins, root))
@@ -227,46 +235,113 @@ def _propagated_metadata(template: Obj, patches: list[Obj]) -> tuple[dict[str, s
     return labels, annotations
 
 
-def _record_template(origins: Recorder, root: Path, trainjob: Obj, runtime: Obj,
-                     spec: Obj) -> None:
-    """The inputs, and the JobSet spec as the runtime's template (what the typed round trip
-    changed recorded as such)."""
-    origins.add_input("trainjob", trainjob)
-    origins.add_input("runtime", runtime)
-    origins.record((*root, "spec"), Origin("runtime spec.template.spec", "runtime",
-                                           ("spec", "template", "spec"), exact=True,
-                                           anchor=(*root, "spec")))
-    template = (runtime.get("spec") or {}).get("template") or {}
-    _record_normalized(origins, root, template.get("spec"), spec)
+class _TemplateWrites(Writes):
+    """The copy of the runtime's template: its JobSet spec, what the typed round trip
+    normalized in it, and the JobSet's labels and annotations (from the template's metadata,
+    or the last runtime patch that sets a key). `data`: the template's spec as written
+    (`raw`), the runtime's `MergedSpecs`, the labels, the annotations and the runtime
+    patches."""
+
+    def find(self, at: Path, data: Any, path: Path) -> Hit | None:
+        if len(path) > 2 and path[2] == "spec":
+            return _normalized(at, data, path[3:]) or ((*at, "spec"), TEMPLATE_SPEC)
+        if len(path) > 2 and path[2] != "metadata":
+            return None
+        return _metadata(at, data, path[3:]) or (None if len(path) > 2 else (
+            _normalized(at, data, ()) or ((*at, "spec"), TEMPLATE_SPEC)))
+
+    def writes(self, at: Path, data: Any) -> Iterator[Hit]:
+        raw, merged, labels, annotations, patches = data
+        yield (*at, "spec"), TEMPLATE_SPEC
+        origin = _normalized_origin(at)
+        for path in merged.normalized_paths(raw):
+            yield (*at, "spec", *path), origin
+        for name, values in (("labels", labels), ("annotations", annotations)):
+            for key in values:
+                yield (*at, "metadata", name, key), _metadata_origin(name, key, patches)
 
 
-def _record_metadata(origins: Recorder, root: Path, labels: dict[str, str],
-                     annotations: dict[str, str], patches: list[Obj]) -> None:
-    """The JobSet labels and annotations: the last runtime patch that sets a key, else the
-    runtime template's metadata."""
-    for name, values in (("labels", labels), ("annotations", annotations)):
-        for key in values:
-            origin = copied(f"runtime spec.template.metadata.{name}", "runtime",
-                            ("spec", "template", "metadata", name, key))
-            for i, patch in enumerate(patches):
-                meta = (_patch_template(patch).get("metadata") or {}).get(name) or {}
-                if key in meta:
-                    origin = copied(f"trainJob spec.runtimePatches[{i}] (manager "
-                                    f"{patch.get('manager', '')})", "trainjob",
-                                    (*PATCHES, i, "trainingRuntimeSpec", "template", "metadata",
-                                     name, key))
-            origins.record((*root, "metadata", name, key), origin)
+def _normalized(root: Path, data: Any, below: Path) -> Hit | None:
+    """A normalized field on the spec's path `below`, above or below it."""
+    raw, merged = data[0], data[1]
+    if merged.normalized(raw).newest(below) < 0:
+        return None
+    return (*root, "spec"), _normalized_origin(root)
 
 
-def merge_patches(spec: Obj, patches: list[Obj], origins: Recorder | None = None,
-                  root: Path = ()) -> Obj:
-    """§2.2: strategic-merge each patch's spec, then restore the template's job order. With
-    `origins`, every field a patch changes is recorded as that patch's.
+def _normalized_origin(root: Path) -> Origin:
+    return Origin("runtime spec.template.spec (normalized as the API server stores it)",
+                  "runtime", ("spec", "template", "spec"), anchor=(*root, "spec"))
+
+
+def _metadata(root: Path, data: Any, below: Path) -> Hit | None:
+    """The newest label or annotation on the metadata's path `below`, above or below it
+    (labels are written first)."""
+    for name, values in (("annotations", data[3]), ("labels", data[2])):
+        if below and below[0] != name:
+            continue
+        if len(below) > 1:
+            if below[1] not in values:
+                return None
+            key = str(below[1])
+        elif values:
+            key = next(reversed(values))
+        else:
+            continue
+        return (*root, "metadata", name, key), _metadata_origin(name, key, data[4])
+    return None
+
+
+def _metadata_origin(name: str, key: Any, patches: list[Obj]) -> Origin:
+    """The origin of a JobSet label or annotation: the last runtime patch that sets it, else
+    the runtime template's metadata."""
+    origin = copied(f"runtime spec.template.metadata.{name}", "runtime",
+                    ("spec", "template", "metadata", name, key))
+    for i, patch in enumerate(patches):
+        meta = (_patch_template(patch).get("metadata") or {}).get(name) or {}
+        if key in meta:
+            origin = copied(f"trainJob spec.runtimePatches[{i}] (manager "
+                            f"{patch.get('manager', '')})", "trainjob",
+                            (*PATCHES, i, "trainingRuntimeSpec", "template", "metadata",
+                             name, key))
+    return origin
+
+
+class _PatchWrites(Writes):
+    """What the runtime patches changed in the JobSet spec copied from the runtime's
+    template, each field as the last patch that changed it. `data`: the template's spec as
+    written (`raw`), the runtime's `MergedSpecs`, the runtime patches and a list that keeps
+    what they change once asked."""
+
+    def find(self, at: Path, data: Any, path: Path) -> Hit | None:
+        patches = data[2]
+        k = _changes(data)[1].newest(path[len(at):])
+        return None if k < 0 else (at, _patch_origin(at[:2], k, patches[k]))
+
+    def writes(self, at: Path, data: Any) -> Iterator[Hit]:
+        patches = data[2]
+        for k, path in _changes(data)[0]:
+            yield (*at, *path), _patch_origin(at[:2], k, patches[k])
+
+
+def _changes(data: Any) -> tuple[list[tuple[int, Path]], PathIndex]:
+    """`MergedSpecs.changes` of a `_PatchWrites` entry's data, asked once per entry (its
+    last item keeps it)."""
+    raw, merged, patches, known = data
+    if not known:
+        known.append(merged.changes(raw, patches))
+    return known[0]  # type: ignore[no-any-return]
+
+
+TEMPLATE_WRITES = _TemplateWrites()
+PATCH_WRITES = _PatchWrites()
+
+
+def merge_patches(spec: Obj, patches: list[Obj]) -> Obj:
+    """§2.2: strategic-merge each patch's spec, then restore the template's job order.
 
     `spec` is a copy the caller hands over (the compile's own, explain's): it is merged into
     in place, not copied again."""
-    if origins is not None and origins.enabled and patches:
-        _record_patches(spec, patches, origins, root)
     order = {rjob.get("name"): i for i, rjob in enumerate(spec.get("replicatedJobs") or [])}
     spec, patched = merge_each(spec, patches)
     if not patched:
@@ -284,13 +359,51 @@ class MergedSpecs:
     tolerations), and merging one is a strategic merge and a typed round trip of the whole
     spec. Kept as `marshal` bytes by the `value_key` of the patches' specs (which tells 1
     from True and 1.0, so only equal patches share an entry), at most LIMIT of them; a hit
-    is a fresh copy the caller owns. One instance belongs to one runtime's spec
-    (`PreparedRuntime`): the spec is part of what the entries depend on."""
+    is a fresh copy the caller owns. For the origin recorder, also which fields the typed
+    round trip changed in the template (once) and which each patch changes (by the same
+    key), worked out only when a compile's origins are looked up. One instance belongs to
+    one runtime's spec (`PreparedRuntime`): the spec is part of what the entries depend on."""
 
     LIMIT = 256
 
     def __init__(self) -> None:
         self._memo: dict[bytes, bytes] = {}
+        self._typed: list[Obj] = []
+        self._normalized: list[tuple[list[Path], PathIndex]] = []
+        self._changes: dict[bytes, tuple[list[tuple[int, Path]], PathIndex]] = {}
+
+    def template(self, raw: Any) -> Obj:
+        """This runtime's template spec `raw` after the typed round trip (read only)."""
+        if not self._typed:
+            self._typed.append(typed.jobset_spec(raw or {}))
+        return self._typed[0]
+
+    def normalized_paths(self, raw: Any) -> list[Path]:
+        """The fields (paths below the spec) the typed round trip changed in this runtime's
+        template spec `raw` (canonical quantities, empty strings dropped, `{}` for empty
+        structs), worked out once."""
+        if not self._normalized:
+            paths = _changed(raw, self.template(raw), ())
+            self._normalized.append((paths, PathIndex((path, 0) for path in paths)))
+        return self._normalized[0][0]
+
+    def normalized(self, raw: Any) -> PathIndex:
+        """`normalized_paths`, indexed."""
+        self.normalized_paths(raw)
+        return self._normalized[0][1]
+
+    def changes(self, raw: Any, patches: list[Obj]) -> tuple[list[tuple[int, Path]], PathIndex]:
+        """`patch_paths` of this runtime's template spec `raw`, and the same indexed (each
+        path ranked by its patch), remembered by the patches' specs as `merge` is (at most
+        LIMIT of them; read only)."""
+        key = value_key([_patch_template(patch).get("spec") for patch in patches])
+        known = self._changes.get(key) if key is not None else None
+        if known is None:
+            paths = patch_paths(self.template(raw), patches)
+            known = paths, PathIndex((path, k) for k, path in paths)
+            if key is not None and len(self._changes) < self.LIMIT:
+                self._changes[key] = known
+        return known
 
     def merge(self, spec: Obj, patches: list[Obj]) -> Obj:
         """`merge_patches(spec, patches)`, where `spec` is a fresh copy of this runtime's."""
@@ -325,26 +438,22 @@ def merge_each(spec: Obj, patches: list[Obj]) -> tuple[Obj, bool]:
     return spec, patched
 
 
-def _record_normalized(origins: Recorder, root: Path, raw: Any, spec: Obj) -> None:
-    """The fields the typed round trip changed in the runtime's template (canonical
-    quantities, empty strings dropped, `{}` for empty structs): the runtime's, normalized."""
-    origin = Origin("runtime spec.template.spec (normalized as the API server stores it)",
-                    "runtime", ("spec", "template", "spec"), anchor=(*root, "spec"))
-    for path in _changed(raw, spec, (*root, "spec")):
-        origins.record(path, origin)
+def _patch_origin(root: Path, k: int, patch: Obj) -> Origin:
+    return Origin(f"trainJob spec.runtimePatches[{k}] (manager {patch.get('manager', '')})",
+                  "trainjob", (*PATCHES, k, *PATCH_SPEC), anchor=(*root, "spec"))
 
 
-def _record_patches(spec: Obj, patches: list[Obj], origins: Recorder, root: Path) -> None:
-    """Record each field the k-th patch changes, comparing the spec after k-1 and k patches
-    (what the strategic merge writes, without instrumenting it)."""
-    before = merge_patches(copy_json(spec), [])
-    for k, patch in enumerate(patches):
+def patch_paths(spec: Obj, patches: list[Obj]) -> list[tuple[int, Path]]:
+    """Each field (path below the spec) the k-th patch changes in the JobSet spec `spec`
+    (read only), comparing the spec after k-1 and k patches (what the strategic merge writes,
+    without instrumenting it)."""
+    before = spec
+    out = []
+    for k in range(len(patches)):
         after = merge_patches(copy_json(spec), patches[:k + 1])
-        origin = Origin(f"trainJob spec.runtimePatches[{k}] (manager {patch.get('manager', '')})",
-                        "trainjob", (*PATCHES, k, *PATCH_SPEC), anchor=(*root, "spec"))
-        for path in _changed(before, after, (*root, "spec")):
-            origins.record(path, origin)
+        out += [(k, path) for path in _changed(before, after, ())]
         before = after
+    return out
 
 
 def _changed(old: Any, new: Any, path: Path) -> list[Path]:
@@ -391,21 +500,47 @@ def _pod_set(index: int, rjob: Obj, trainjob: Obj, ml_policy: Any, origins: Reco
     resources = (trainjob.get("spec", {}).get("trainer") or {}).get("resourcesPerNode")
     if isinstance(resources, dict) and takes_resources(rjob, ancestor, ml_policy):
         at = _merge_node_resources(pod_spec, resources)
-        if at is not None and origins.enabled:
-            _record_resources(origins, (*root, "spec", "replicatedJobs", index, *POD_SPEC,
-                                        "containers", at, "resources"), resources)
+        if at is not None:
+            origins.add(((*root, "spec", "replicatedJobs", index, *POD_SPEC, "containers", at,
+                          "resources"), RESOURCE_WRITES, resources))
     return PodSet(index=index, name=str(rjob.get("name", "")), ancestor=ancestor,
                   count=max(int(count if isinstance(count, int) else 1), 1),
                   pod_spec=pod_spec, replicas=int(rjob.get("replicas", 1) or 1),
                   count_origin=count_origin)
 
 
-def _record_resources(origins: Recorder, path: Path, resources: Obj) -> None:
-    for key in ("limits", "requests"):
-        for name in resources.get(key) or {}:
-            source: Path = ("spec", "trainer", "resourcesPerNode", key, name)
-            origins.record((*path, key, name), Origin(f"trainJob {format_path(source)}",
-                                                      "trainjob", source))
+class _ResourceWrites(Writes):
+    """resourcesPerNode's limits and requests (`data`, the TrainJob's), merged into the
+    container whose resources are at `at` (over its own), each from its TrainJob field."""
+
+    def find(self, at: Path, data: Any, path: Path) -> Hit | None:
+        below = path[len(at):]
+        for key in ("requests", "limits"):
+            names = data.get(key) or {}
+            if below and below[0] != key:
+                continue
+            if len(below) > 1:
+                if below[1] not in names:
+                    return None
+                name = below[1]
+            elif names:
+                name = next(reversed(names))
+            else:
+                continue
+            return (*at, key, name), _resource_origin(key, name)
+        return None
+
+    def writes(self, at: Path, data: Any) -> Iterator[Hit]:
+        for key in ("limits", "requests"):
+            for name in data.get(key) or {}:
+                yield (*at, key, name), _resource_origin(key, name)
+
+
+RESOURCE_WRITES = _ResourceWrites()
+
+
+def _resource_origin(key: str, name: Any) -> Origin:
+    return trainjob_field(("spec", "trainer", "resourcesPerNode", key, name))
 
 
 def takes_resources(rjob: Obj, ancestor: str | None, ml_policy: Any) -> bool:

@@ -1,11 +1,12 @@
 """The explain application: why the output of one TrainJob looks the way it does.
 
-Compiles a TrainJob with recording on (`compiler.core.provenance`), then lists the active plugins in
-graph order (with what each requires and provides) and, for every field of the output that a
-plugin or the TrainJob set (everything that differs from the runtime's own JobSet template),
-the origin the compile recorded for it: who wrote it and from which input line. It guesses
-nothing: what it prints is what the writers recorded. Also renders the plugin graph in Graphviz
-format. Called by `tjc explain` and the policy diagnostics; no I/O beyond `Document`.
+Compiles a TrainJob (the compile records where each output field came from:
+`compiler.core.provenance`), then lists the active plugins in graph order (with what each
+requires and provides) and, for every field of the output that a plugin or the TrainJob set
+(everything that differs from the runtime's own JobSet template), the origin the compile
+recorded for it: who wrote it and from which input line. It guesses nothing: what it prints is
+what the writers recorded. Also renders the plugin graph in Graphviz format. Called by
+`tjc explain`; no I/O beyond `Document`.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from compiler.core.compile import (
     compile_defaulted,
     prepare_runtime,
 )
-from compiler.core.context import CompileOptions
 from compiler.core.plugins import registry
 from compiler.core.plugins.base import PluginSpec
 from compiler.core.plugins.graph import build_graph, plugin_order
@@ -79,9 +79,8 @@ class Explainer:
         self.prepared = prepared or prepare_runtime(runtime.data)
         data, _ = sanitize("TrainJob", tj.data, subject="trainjob")
         self.trainjob = default_in_place("TrainJob", data)
-        self.result: CompileResult = compile_defaulted(
-            self.trainjob, self.prepared, options=CompileOptions(trace=True))
-        self.origins = self.result.origins or Recorder(enabled=False)
+        self.result: CompileResult = compile_defaulted(self.trainjob, self.prepared)
+        self.origins = self.result.origins or Recorder()
         self._inputs = {"trainjob": tj, "runtime": runtime}
 
     def plugins(self) -> list[PluginSpec]:

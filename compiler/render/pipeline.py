@@ -152,5 +152,5 @@ def _render_one(tj: Document, table: dict[RuntimeKey, RuntimeEntry],
         if (located.rule, located.field_path, located.locations) not in seen:
             result.diagnostics.append(located)
     if validator is not None and checked is not None and result.objects:
-        result.diagnostics += validator.compiled(tj, checked, entry, result.objects)
+        result.diagnostics += validator.compiled(tj, checked, entry, compiled)
     return result

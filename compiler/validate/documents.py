@@ -158,12 +158,12 @@ class Validator:
         return self.policies.document(doc, doc.data)
 
     def compiled(self, doc: Document, trainjob: Obj, entry: RuntimeEntry,
-                 objects: Sequence[Obj]) -> list[Diagnostic]:
+                 result: CompileResult) -> list[Diagnostic]:
         """Policy diagnostics of the JobSet compiled from a valid TrainJob and its runtime."""
-        jobset = next((o for o in objects if o.get("kind") == "JobSet"), None)
-        if self.policies is None or jobset is None:
+        jobset = next((o for o in result.objects if o.get("kind") == "JobSet"), None)
+        if self.policies is None or jobset is None or result.origins is None:
             return []
-        return self.policies.jobset(doc, trainjob, entry.doc, entry.get(), jobset)
+        return self.policies.jobset(doc, trainjob, entry.doc, jobset, result.origins)
 
     def trainjob_with_policies(self, doc: Document) -> list[Diagnostic]:
         """`trainjob`, then (when valid) the compile's refusals (what render, the controller
@@ -178,7 +178,7 @@ class Validator:
         refusals = self._refusals(doc, entry, compiled)
         if not compiled.objects:  # (kept with errors about the Pods only, as render keeps them)
             return found + refusals
-        return found + refusals + self.compiled(doc, data, entry, compiled.objects)
+        return found + refusals + self.compiled(doc, data, entry, compiled)
 
     def _entry(self, found: list[Diagnostic], data: Obj) -> RuntimeEntry | None:
         """The runtime of a TrainJob that passed admission, to compile it with."""

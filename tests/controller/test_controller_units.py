@@ -363,3 +363,27 @@ def test_reconcile_refuses_a_policy_deny_and_builds_what_passes() -> None:
     passing.policies = reconciler.policies
     passing.reconcile(("ns", "j"))
     assert [o["kind"] for o in good.applied] == ["ConfigMap", "JobSet"]
+
+
+def test_the_policies_read_the_trainjob_the_compile_admitted(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The controller's policy packs see the TrainJob as its compile admitted and defaulted
+    it (what validate's see): it is not admitted a second time for them."""
+    from compiler.controller import admission
+    from compiler.core.admission import check_object as real
+
+    walks: list[str] = []
+
+    def counted(kind: str, *args: Any, **kwargs: Any) -> Any:
+        walks.append(kind)
+        return real(kind, *args, **kwargs)
+
+    monkeypatch.setattr(admission, "check_object", counted)
+    kube = FakeKube()
+    _with_runtime(kube)
+    kube.put(TRAINJOB, _trainjob(trainer={"numNodes": 1}))
+    reconciler = _reconciler(kube)
+    reconciler.policies = _policies()
+    reconciler.reconcile(("ns", "j"))
+    assert [o["kind"] for o in kube.applied] == ["ConfigMap", "JobSet"]
+    assert "TrainJob" not in walks

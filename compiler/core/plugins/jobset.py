@@ -9,13 +9,14 @@ Every field it writes is recorded in the context's origin recorder (`compiler.co
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from compiler.common.diagnostics import Path
 from compiler.common.jsondata import Obj
 from compiler.core.context import ANCESTOR_LABEL, JOBSET_API, NODE, POD_SPEC, TRAINER, Context
 from compiler.core.plugins.base import PluginResult, PluginSpec, ml_policy_has, object_metadata
-from compiler.core.provenance import Origin, made, trainjob_field
+from compiler.core.provenance import Hit, Origin, Writes, is_related, made, trainjob_field
 from compiler.core.upsert import env_var, port_match, upsert, upsert_env
 
 INITIALIZERS = ("dataset-initializer", "model-initializer")
@@ -39,41 +40,47 @@ def build(ctx: Context) -> PluginResult:
     """Return the JobSet object."""
     spec = ctx.spec  # the builder runs last and takes the spec over
     jobs = spec.get("replicatedJobs") or []
-    _sync_parallel_count(ctx, jobs)
+    jobs_at = ctx.out_path("spec", "replicatedJobs")
+    _sync_parallel_count(ctx, jobs, jobs_at)
     for ps in ctx.pod_sets:
         _upsert_back(ctx, ps.index)
     for index, rjob in enumerate(jobs):
         ancestor = (rjob["template"].get("metadata", {}).get("labels") or {}).get(ANCESTOR_LABEL)
-        at = ctx.out_path("spec", "replicatedJobs", index) if ctx.origins.enabled else ()
+        at = (*jobs_at, index)
         if ancestor in INITIALIZERS:
             _initializer(ctx, rjob, ancestor, at)
         _trainer(ctx, rjob, ancestor, at)
         pod_meta = rjob["template"]["spec"]["template"].setdefault("metadata", {})
         for key, values in (("labels", ctx.pod_labels), ("annotations", ctx.pod_annotations)):
-            _merge_map(pod_meta, key, values)
-            for name in values if ctx.origins.enabled else ():
-                ctx.origins.record((*at, "template", "spec", "template", "metadata", key, name),
-                                   ctx.pod_meta_origins.get((key, name), BUILDER))
+            if values:
+                _pod_metadata(ctx, pod_meta, key, values, at)
     suspend = ctx.trainjob.get("spec", {}).get("suspend")
     spec.pop("suspend", None)
     if suspend is not None:
         spec["suspend"] = suspend
-        ctx.origins.record(ctx.out_path("spec", "suspend"), SUSPEND)
+        ctx.origins.add((ctx.out_path("spec", "suspend"), SUSPEND))
     return PluginResult(objects=(_jobset(ctx, spec),))
 
 
-def _sync_parallel_count(ctx: Context, jobs: list[Obj]) -> None:
+def _pod_metadata(ctx: Context, pod_meta: Obj, key: str, values: dict[str, str],
+                  at: Path) -> None:
+    """The scheduler pod labels or annotations the plugins set, merged into a job's pod
+    template metadata."""
+    pod_meta[key] = {**(pod_meta.get(key) or {}), **values}
+    for name in values:
+        ctx.origins.add(((*at, "template", "spec", "template", "metadata", key, name),
+                         ctx.pod_meta_origins.get((key, name), BUILDER)))
+
+
+def _sync_parallel_count(ctx: Context, jobs: list[Obj], jobs_at: Path) -> None:
     for ps in ctx.pod_sets:
-        for index, rjob in enumerate(jobs):
+        for rjob in jobs:
             if rjob.get("name") == ps.name:
                 job_spec = rjob["template"]["spec"]
                 job_spec["parallelism"] = ps.count
                 job_spec["completions"] = ps.count
-                if ctx.origins.enabled:
-                    at = ctx.out_path("spec", "replicatedJobs", index, "template", "spec")
-                    ctx.origins.record((*at, "parallelism"), ps.count_origin)
-                    ctx.origins.record((*at, "completions"), ps.count_origin)
                 break
+    ctx.origins.add((jobs_at, COUNT_WRITES, (jobs, ctx.pod_sets)))
 
 
 def _upsert_back(ctx: Context, pod_set: int) -> None:
@@ -91,12 +98,16 @@ def _upsert_back(ctx: Context, pod_set: int) -> None:
             ports = container.get("ports")
             if not ports or len(ports) < 2:
                 continue
+            after = list(ports)
+            landed = upsert(after, list(ports), port_match)
+            if landed == list(range(len(ports))):
+                continue  # (the ports are their own write-back: each lands where it is)
             path = ctx.pod_path(ps, key, k, "ports")
-            origins = [ctx.origins.lookup((*path, j)) for j in range(len(ports))] \
-                if ctx.origins.enabled else []
-            landed = upsert(ports, list(ports), port_match)
+            ctx.origins.add_output(ctx.root, {"spec": ctx.spec})  # (the JobSet so far)
+            origins = [ctx.origins.lookup((*path, j)) for j in range(len(ports))]
             for origin, index in zip(origins, landed, strict=False):
-                ctx.origins.record((*path, index), origin or BUILDER)
+                ctx.origins.add(((*path, index), origin or BUILDER))
+            ports[:] = after
 
 
 def _containers(rjob: Obj) -> list[tuple[int, Obj]]:
@@ -106,7 +117,7 @@ def _containers(rjob: Obj) -> list[tuple[int, Obj]]:
 
 def _initializer(ctx: Context, rjob: Obj, ancestor: str, at: Path) -> None:
     rjob["replicas"] = 1
-    ctx.origins.record((*at, "replicas"), RUN_ONCE)
+    ctx.origins.add(((*at, "replicas"), RUN_ONCE))
     key = INITIALIZER_KEYS[ancestor]
     config = (ctx.trainjob.get("spec", {}).get("initializer") or {}).get(key)
     if not isinstance(config, dict):
@@ -119,31 +130,29 @@ def _initializer(ctx: Context, rjob: Obj, ancestor: str, at: Path) -> None:
         if config.get("storageUri") is not None:
             landed = upsert_env(container, [{"name": "STORAGE_URI",
                                              "value": config["storageUri"]}])
-            ctx.origins.record_items((*path, "env"), landed,
-                                     [trainjob_field((*source, "storageUri"))])
+            ctx.origins.add(((*path, "env"), source, landed, ["storageUri"]))
         _env(ctx, container, config.get("env"), (*source, "env"), path)
         secret = config.get("secretRef")
         if isinstance(secret, dict):
             container.setdefault("envFrom", []).append(
                 {"secretRef": {"name": secret.get("name", "")}})
-            ctx.origins.record((*path, "envFrom", len(container["envFrom"]) - 1),
-                               trainjob_field((*source, "secretRef")))
+            ctx.origins.add(((*path, "envFrom", len(container["envFrom"]) - 1),
+                             trainjob_field((*source, "secretRef"))))
 
 
 def _env(ctx: Context, container: Obj, envs: Any, source: Path, path: Path) -> None:
     """Upsert a TrainJob env list, each item recorded as its TrainJob field's."""
-    items = [(i, env) for i, env in enumerate(envs or []) if isinstance(env, dict)]
-    landed = upsert_env(container, [env_var(env) for _, env in items])
-    if ctx.origins.enabled:
-        ctx.origins.record_items((*path, "env"), landed,
-                                 [trainjob_field((*source, i)) for i, _ in items])
+    items: list[str | int] = [i for i, env in enumerate(envs or []) if isinstance(env, dict)]
+    if items:
+        landed = upsert_env(container, [env_var(envs[i]) for i in items])
+        ctx.origins.add(((*path, "env"), source, landed, items))
 
 
 def _trainer(ctx: Context, rjob: Obj, ancestor: str | None, at: Path) -> None:
     trainer = ctx.trainer
     if ancestor == TRAINER:
         rjob["replicas"] = 1
-        ctx.origins.record((*at, "replicas"), RUN_ONCE)
+        ctx.origins.add(((*at, "replicas"), RUN_ONCE))
         for k, container in _containers(rjob):
             if container.get("name") == NODE and trainer is not None:
                 _trainer_overrides(ctx, container, trainer, (*at, *POD_SPEC, "containers", k))
@@ -157,15 +166,18 @@ def _trainer(ctx: Context, rjob: Obj, ancestor: str | None, at: Path) -> None:
 
 
 def _trainer_overrides(ctx: Context, container: Obj, trainer: Obj, path: Path) -> None:
+    image = command = args = None
     if trainer.get("image") is not None:
         container["image"] = trainer["image"]
-        ctx.origins.record((*path, "image"), IMAGE)
+        image = IMAGE
     if ctx.trainer_command is not None:
         _set_list(container, "command", ctx.trainer_command)
-        ctx.origins.record((*path, "command"), ctx.command_origin or COMMAND)
+        command = ctx.command_origin or COMMAND
     if isinstance(trainer.get("args"), list) and not ctx.clear_trainer_args:
         _set_list(container, "args", trainer["args"])
-        ctx.origins.record((*path, "args"), ARGS)
+        args = ARGS
+    if image or command or args:
+        ctx.origins.add((path, OVERRIDE_WRITES, (image, command, args)))
 
 
 def _set_list(container: Obj, key: str, values: list[str]) -> None:
@@ -176,11 +188,6 @@ def _set_list(container: Obj, key: str, values: list[str]) -> None:
         container.pop(key, None)
 
 
-def _merge_map(meta: Obj, key: str, values: dict[str, str]) -> None:
-    if values:
-        meta[key] = {**(meta.get(key) or {}), **values}
-
-
 def _jobset(ctx: Context, spec: Obj) -> Obj:
     metadata = object_metadata(ctx, ctx.name)
     if ctx.labels:
@@ -188,15 +195,80 @@ def _jobset(ctx: Context, spec: Obj) -> Obj:
     if ctx.annotations:
         metadata["annotations"] = dict(ctx.annotations)
     obj = {"apiVersion": JOBSET_API[0], "kind": JOBSET_API[1], "metadata": metadata, "spec": spec}
-    if ctx.origins.enabled:
-        record = ctx.origins.record
-        ctx.origins.add_output(ctx.out_path(), obj)
-        for key in ("apiVersion", "kind"):
-            record(ctx.out_path(key), BUILDER)
-        for key, origin in METADATA.items():
-            record(ctx.out_path("metadata", key), origin)
-        record(ctx.out_path("metadata", "ownerReferences"), OWNER)
+    ctx.origins.add_output(ctx.root, obj)
+    ctx.origins.add((ctx.root, OBJECT_WRITES, None))
     return obj
+
+
+class _CountWrites(Writes):
+    """Each pod set's count, written as the parallelism and completions of the first job
+    (below `at`, the JobSet's replicatedJobs) of its name. `data`: the jobs and the pod
+    sets."""
+
+    def find(self, at: Path, data: Any, path: Path) -> Hit | None:
+        n = len(at)
+        if len(path) > n + 3 and path[n + 3] not in ("parallelism", "completions"):
+            return None  # (elsewhere in a job's spec)
+        for written, origin in reversed(list(self.writes(at, data))):
+            if is_related(written, path):
+                return written, origin
+        return None
+
+    def writes(self, at: Path, data: Any) -> Iterator[Hit]:
+        jobs, pod_sets = data
+        for ps in pod_sets:
+            index = next((i for i, rjob in enumerate(jobs) if rjob.get("name") == ps.name), None)
+            if index is not None:
+                yield (*at, index, "template", "spec", "parallelism"), ps.count_origin
+                yield (*at, index, "template", "spec", "completions"), ps.count_origin
+
+
+class _OverrideWrites(Writes):
+    """The TrainJob's image, command and args written into the trainer's `node` container
+    at `at` (`data`: their origins, None for one not written)."""
+
+    KEYS = ("image", "command", "args")
+
+    def find(self, at: Path, data: Any, path: Path) -> Hit | None:
+        below = path[len(at):]
+        for key, origin in zip(reversed(self.KEYS), reversed(data), strict=True):
+            if origin is not None and (not below or below[0] == key):
+                return (*at, key), origin
+        return None
+
+    def writes(self, at: Path, data: Any) -> Iterator[Hit]:
+        for key, origin in zip(self.KEYS, data, strict=True):
+            if origin is not None:
+                yield (*at, key), origin
+
+
+class _ObjectWrites(Writes):
+    """What the builder writes into the JobSet object around its spec."""
+
+    WRITES: tuple[tuple[Path, Origin], ...] = (
+        (("apiVersion",), BUILDER), (("kind",), BUILDER),
+        *((("metadata", key), origin) for key, origin in METADATA.items()),
+        (("metadata", "ownerReferences"), OWNER))
+
+    def find(self, at: Path, data: Any, path: Path) -> Hit | None:
+        if len(path) > 2 and path[2] == "spec":
+            return None
+        below = path[2:]
+        size = len(below)
+        for written, origin in reversed(self.WRITES):
+            if below[:len(written)] == written if len(written) <= size else \
+                    written[:size] == below:
+                return (*at, *written), origin
+        return None
+
+    def writes(self, at: Path, data: Any) -> Iterator[Hit]:
+        for written, origin in self.WRITES:
+            yield (*at, *written), origin
+
+
+COUNT_WRITES = _CountWrites()
+OVERRIDE_WRITES = _OverrideWrites()
+OBJECT_WRITES = _ObjectWrites()
 
 
 PLUGIN = PluginSpec(
