@@ -12,6 +12,7 @@ hand the input to CUE.
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,8 @@ _split: {
 }
 """
 
+# (fewer examples in the fast tier, `make test-fast`)
+EXAMPLES = 15 if os.environ.get("TJC_TEST_FAST") else 60
 C_PATHS = ["c.container.name", "c.container.image", "c.container.args",
            "c.container.securityContext.privileged", "c.container.securityContext.runAsUser",
            "c.container.workingDir", "c.container.env", "c.ancestor", "c.init", "c.job",
@@ -142,7 +145,7 @@ def test_random_packs_give_what_cue_gives(tmp_path: Path) -> None:
     examples are not vacuous: rules fire, CUE reports rule errors, the plans decide most."""
     seen: Counter[str] = Counter()
 
-    @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
     @given(source=packs(), docs=st.lists(documents(), min_size=4, max_size=4))
     def check(source: str, docs: list[tuple[str, Obj, Obj | None]]) -> None:
         folder = tmp_path / f"pack{seen['packs']}"
@@ -160,5 +163,5 @@ def test_random_packs_give_what_cue_gives(tmp_path: Path) -> None:
         seen["handed"] += pack.plan.handed
 
     check()
-    assert seen["violations"] > 10 and seen["errors"] > 10, seen
-    assert seen["decided"] > seen["handed"], seen
+    assert seen["violations"] > EXAMPLES // 6 and seen["errors"] > EXAMPLES // 6, seen
+    assert seen["decided"] * (2 if EXAMPLES < 60 else 1) > seen["handed"], seen
