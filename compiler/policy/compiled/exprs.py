@@ -358,7 +358,7 @@ class Compiler(Lists):
         try:
             chain = self._chain(first["x"], scope) if first["x"]["t"] in ("Select", "Index") \
                 else None
-            x = self.expr(first["x"], scope)
+            x = self.expr(first["x"], scope) if chain is None else None
         finally:
             self.lazy -= 1
         y = self.expr(node["y"], scope)
@@ -372,6 +372,7 @@ class Compiler(Lists):
                     value = ops.MISSING
                 return ops.tentative(y(env)) if value is ops.MISSING else value
             return default_chain
+        assert x is not None
 
         def default(env: Env) -> Any:
             try:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from compiler.policy.compiled import builtins as bi
 from compiler.policy.compiled import ops
 from compiler.policy.compiled.exprs import FILE
-from compiler.policy.compiled.values import Env, LazyList, equal
+from compiler.policy.compiled.values import Env, equal
 
 if TYPE_CHECKING:
     from compiler.policy.compiled.exprs import Compiler, Scope
@@ -45,7 +45,7 @@ HELPERS: dict[str, Any] = {
     "_values": _values, "_pairs": ops.pairs, "_cond": _cond, "_eq": equal,
     "_sel": ops.select, "_walk": ops.walk, "_reach": ops.reach, "_present": ops.present,
     "_MISSING": ops.MISSING, "_tent": ops.tentative, "_text": ops.text,
-    "_negate": ops.negate, "_minus": ops.minus, "_index": ops.index, "LazyList": LazyList,
+    "_negate": ops.negate, "_minus": ops.minus,
     "_and": ops.BINARY["&&"], "_or": ops.BINARY["||"], "_is": operator.is_,
 }
 

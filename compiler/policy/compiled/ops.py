@@ -89,18 +89,7 @@ def reach(value: Any, labels: tuple[str, ...]) -> Any:
 
 def present(value: Any, labels: tuple[str, ...]) -> bool:
     """`x.a.b.c != _|_` for the x given: whether the chain reaches a value."""
-    for label in labels:
-        if type(value) is dict:
-            if label not in value:
-                return False
-            value = value[label]
-        else:
-            try:
-                value = select(value, label)
-            except Bottom:
-                return False
-    settled(value)
-    return True
+    return reach(value, labels) is not MISSING
 
 
 def select(value: Any, label: str) -> Any:

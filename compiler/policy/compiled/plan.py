@@ -184,20 +184,14 @@ def _reason(compiler: Compiler, syntax: dict[str, Any], rid: str, impure: bool) 
 
 
 def _closure(compiler: Compiler, start: Unit) -> str:
-    """The first reason a unit the rule reads or contains is not compiled ("" if none)."""
-    seen, todo = {start}, [start]
-    while todo:
-        unit = todo.pop()
+    """The first reason a unit the rule reads or contains is not compiled ("" if none);
+    units in order, so that the reason given is always the same one."""
+    for unit in sorted(_reach(compiler, start)):
         if unit in compiler.broken:
             return compiler.broken[unit]
-        if unit not in compiler.deps:
-            if unit[0] == FILE and unit[1] in SPECIAL:
-                continue
+        if unit not in compiler.deps and not (unit[0] == FILE and unit[1] in SPECIAL):
             return f"it reads {unit[1].strip(chr(0))}, declared in a struct the compiler " \
                 "does not read"
-        for dep in compiler.deps[unit] - seen:
-            seen.add(dep)
-            todo.append(dep)
     return ""
 
 
