@@ -132,3 +132,81 @@ def test_after_a_limit_the_next_load_gets_a_new_evaluator(
     found = pack.evaluate([{"rules": ["team.label"],
                             "input": {"object": {"metadata": {"labels": {}}}}}])
     assert found == [{"team.label": {"violations": [{"path": ["metadata", "labels"]}]}}]
+
+
+# Compiled rules run in tjc's own process: one that would make more than a plan makes (a string
+# built from the input a few thousand times over, iterations past the budget) hands its input
+# to the evaluator, whose limits then hold as for any pack.
+HUGE = """\
+package huge
+
+import "strings"
+
+input: _
+
+rules: "huge.text": {
+\tseverity:  "warn"
+\tappliesTo: ["JobSet"]
+\tmessage:   "never"
+\tviolations: [for c in input.containers
+\t\tlet a = strings.Repeat(c.job, 200000)
+\t\tlet b = a + a + a + a + a + a + a + a
+\t\tlet d = strings.Repeat(b, 4000)
+\t\tif len(d) == 1 {path: c.path}]
+}
+"""
+LOOPS = """\
+package loops
+
+input: _
+
+rules: "loops.five": {
+\tseverity:  "warn"
+\tappliesTo: ["TrainingRuntime"]
+\tmessage:   "never"
+\tviolations: [for a in input.containers for b in input.containers for c in input.containers
+\t\tfor d in input.containers for e in input.containers
+\t\tif a.container.name == "" && e.container.name == "x" {path: a.path}]
+}
+"""
+
+
+def _runtime_with_containers(tmp_path: Path, count: int) -> Path:
+    containers = "".join(f"                    - {{name: c{i}, image: 'ghcr.io/a/b:1'}}\n"
+                         for i in range(count))
+    path = tmp_path / "runtime.yaml"
+    path.write_text(
+        "apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainingRuntime\n"
+        "metadata: {name: wide, namespace: default}\nspec:\n  mlPolicy: {numNodes: 1}\n"
+        "  template:\n    spec:\n      replicatedJobs:\n        - name: node\n"
+        "          template:\n            metadata:\n              labels: "
+        "{trainer.kubeflow.org/trainjob-ancestor-step: trainer}\n            spec:\n"
+        "              template:\n                spec:\n                  containers:\n"
+        + containers)
+    return path
+
+
+def test_a_compiled_rule_that_would_make_too_much_is_bounded_as_cue_is(tmp_path: Path) -> None:
+    from compiler.policy.packs import Loader
+
+    (tmp_path / "huge.cue").write_text(HUGE)
+    assert Loader().load(tmp_path / "huge.cue").plan.compiled == {"huge.text"}
+    done, took = tjc(["validate", JOB, "--policy", str(tmp_path), "--no-default-policies"],
+                     memory="512Mi")
+    line = _one_line(done)
+    assert "huge.cue" in line and "memory limit" in line and "[TJC-POLICY-LIMIT]" in line, line
+    assert took < HANG
+
+
+def test_a_compiled_rule_past_its_iteration_budget_is_bounded_as_cue_is(
+        tmp_path: Path) -> None:
+    from compiler.policy.packs import Loader
+
+    (tmp_path / "loops.cue").write_text(LOOPS)
+    assert Loader().load(tmp_path / "loops.cue").plan.compiled == {"loops.five"}
+    runtime = _runtime_with_containers(tmp_path, 30)  # 30^5 iterations
+    done, took = tjc(["validate", str(runtime), "--policy", str(tmp_path),
+                      "--no-default-policies"], timeout="2")
+    line = _one_line(done)
+    assert "loops.cue" in line and "time limit (2 s" in line, line
+    assert took < 30, took

@@ -12,7 +12,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from compiler.policy.compiled.values import Bottom, LazyList, Struct, Type, Unsure, equal, items_of
+from compiler.policy.compiled.values import (
+    MAX_SIZE,
+    Bottom,
+    LazyList,
+    Struct,
+    Type,
+    Unsure,
+    equal,
+    items_of,
+    sized,
+)
 
 Builtin = Callable[..., Any]
 
@@ -85,7 +95,7 @@ def _concat(lists: Any) -> list[Any]:
     out: list[Any] = []
     for part in items_of(lists):
         out += items_of(part)
-    return out
+    return sized(out)
 
 
 def _contains(values: Any, value: Any) -> bool:
@@ -106,7 +116,14 @@ def _split(text: Any, sep: Any) -> list[str]:
 
 
 def _join(values: Any, sep: Any) -> str:
-    return _str(sep).join(_str(v) for v in items_of(values))
+    return sized(_str(sep).join(_str(v) for v in items_of(values)))
+
+
+def _repeat(text: Any, n: Any) -> str:
+    s, count = _str(text), _repeat_check(n)
+    if len(s) * count > MAX_SIZE:
+        raise Unsure  # more than the plans make (checked before it is made): CUE decides
+    return s * count
 
 
 def _repeat_check(n: Any) -> int:
@@ -151,7 +168,7 @@ STRINGS: dict[str, Builtin] = {
     "ToUpper": lambda s: _ascii(s).upper(),
     "TrimSpace": lambda s: _ascii(s).strip(" \t\n\r\v\f"),
     "Count": lambda s, sub: len(_str(s)) + 1 if _str(sub) == "" else _str(s).count(_str(sub)),
-    "Repeat": lambda s, n: _str(s) * _repeat_check(n),
+    "Repeat": _repeat,
     "Index": lambda s, sub: _ascii(s).find(_ascii(sub)),
 }
 

@@ -428,8 +428,8 @@ class Compiler(Lists):
     def _interpolation(self, node: Node, scope: Scope) -> Fn:
         parts: list[str | Fn] = [p if isinstance(p, str) else self.expr(p, scope)
                                  for p in node["parts"]]
-        return lambda env: "".join([p if p.__class__ is str else ops.text(p(env))  # type: ignore[operator]
-                                    for p in parts])
+        return lambda env: ops.joined([p if p.__class__ is str else ops.text(p(env))  # type: ignore[operator]
+                                       for p in parts])
 
     def _struct(self, node: Node, scope: Scope) -> Fn:
         lit = self.literal(node, scope)

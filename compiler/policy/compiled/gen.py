@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from compiler.policy.compiled import builtins as bi
 from compiler.policy.compiled import ops
 from compiler.policy.compiled.exprs import FILE
-from compiler.policy.compiled.values import Env, equal
+from compiler.policy.compiled.values import Env, equal, spend
 
 if TYPE_CHECKING:
     from compiler.policy.compiled.exprs import Compiler, Scope
@@ -45,7 +45,7 @@ HELPERS: dict[str, Any] = {
     "_values": _values, "_pairs": ops.pairs, "_cond": _cond, "_eq": equal,
     "_sel": ops.select, "_walk": ops.walk, "_reach": ops.reach, "_present": ops.present,
     "_MISSING": ops.MISSING, "_tent": ops.tentative, "_text": ops.text,
-    "_negate": ops.negate, "_minus": ops.minus,
+    "_negate": ops.negate, "_minus": ops.minus, "_joined": ops.joined, "_spend": spend,
     "_and": ops.BINARY["&&"], "_or": ops.BINARY["||"], "_is": operator.is_,
 }
 
@@ -142,11 +142,11 @@ class Generator:
             kkey, kvar = object(), self.local()
             names[clause["key"]["name"]] = ("var", kkey)
             self.locals[kkey] = kvar
-            ranged = f"_pairs({src})" if pairs else src
+            ranged = f"_spend(env, list(_pairs({src})))" if pairs else src
             self.lines.append(f"{pad}for {kvar}, {var} in {ranged}:")
             self.lines.append(f"{pad} env[{self.const(kkey)}] = {kvar}")
         else:
-            self.lines.append(f"{pad}for {var} in _values({src}):")
+            self.lines.append(f"{pad}for {var} in _spend(env, _values({src})):")
         self.lines.append(f"{pad} env[{self.const(vkey)}] = {var}")
         return ScopeClass(names, scope)
 
@@ -287,4 +287,4 @@ class Generator:
     def _interpolation(self, node: Node, scope: Scope) -> str:
         parts = [repr(p) if isinstance(p, str) else f"_text({self.x(p, scope)})"
                  for p in node["parts"]]
-        return "''.join([" + ", ".join(parts) + "])"
+        return "_joined([" + ", ".join(parts) + "])"

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from compiler.policy.compiled import ops
-from compiler.policy.compiled.values import Env, LazyList
+from compiler.policy.compiled.values import Env, LazyList, spend
 
 if TYPE_CHECKING:
     from compiler.policy.compiled.exprs import Scope
@@ -205,11 +205,12 @@ def _for_here(source: Fn, keys: tuple[Any, Any], nxt: Step) -> Step:
     def step(env: Env, out: list[Any]) -> None:
         values = source(env)
         if kkey is None and values.__class__ is list:
+            spend(env, values)
             for v in values:
                 env[vkey] = v
                 nxt(env, out)
             return
-        for k, v in ops.pairs(values):
+        for k, v in spend(env, list(ops.pairs(values))):
             env[vkey] = v
             if kkey is not None:
                 env[kkey] = k
@@ -221,7 +222,7 @@ def _for(source: Fn, keys: tuple[Any, Any], nxt: Step) -> Step:
     kkey, vkey = keys
 
     def step(env: Env, out: list[Any]) -> None:
-        for k, v in ops.pairs(source(env)):
+        for k, v in spend(env, list(ops.pairs(source(env)))):
             inner = dict(env)
             inner[vkey] = v
             if kkey is not None:

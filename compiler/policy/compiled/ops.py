@@ -21,6 +21,7 @@ from compiler.policy.compiled.values import (
     Unsure,
     equal,
     kind_of,
+    sized,
     unify,
 )
 
@@ -189,7 +190,7 @@ def _or(x: Any, y: Any) -> bool:
 
 def _plus(x: Any, y: Any) -> Any:
     if isinstance(x, str) and isinstance(y, str):
-        return x + y
+        return sized(x + y)
     return _int(x) + _int(y)
 
 
@@ -207,6 +208,11 @@ BINARY: dict[str, Callable[[Any, Any], Any]] = {
     "-": lambda x, y: _int(x) - _int(y),
     "*": lambda x, y: _int(x) * _int(y),
 }
+
+
+def joined(parts: list[str]) -> str:
+    """An interpolation's text."""
+    return sized("".join(parts))
 
 
 def pairs(value: Any) -> Iterator[tuple[Any, Any]]:

@@ -18,6 +18,7 @@ from typing import Any
 from compiler.policy.compiled.exprs import FILE, Compiler, NotCompiled, Unit
 from compiler.policy.compiled.gen import Generator
 from compiler.policy.compiled.values import (
+    STEPS,
     Bottom,
     Env,
     LazyList,
@@ -67,10 +68,10 @@ class PackPlan:
     def run(self, inp: dict[str, Any], rule_ids: Sequence[str]) -> dict[str, Found | None]:
         """Each compiled rule's violations of one input (None: CUE decides this rule)."""
         top = Struct([(self.file, {})], _TopData(self.static, inp, self.settings))
-        env = {FILE: top}
         out: dict[str, Found | None] = {}
         for rid in rule_ids:
             entry = self.entries[rid]
+            env = {FILE: top, STEPS: [0]}
             try:
                 value = entry(env) if entry is not None else \
                     top.field("rules").field(rid).field("violations")

@@ -15,10 +15,36 @@ on it).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterator, Sized
+from typing import Any, TypeVar
 
 Env = dict[Any, Any]
+SizedT = TypeVar("SizedT", bound=Sized)
+
+
+# What one rule run may make before CUE is asked instead (its evaluator runs bounded in memory
+# and time, TJC_CUE_MEMORY and TJC_CUE_TIMEOUT; the plans run in tjc's own process): the
+# characters of one string or elements of one list, and the iterations of its `for` clauses.
+MAX_SIZE = 1 << 20
+MAX_STEPS = 1 << 18
+STEPS = object()  # the environment's key of the run's iteration count (a one-item list)
+
+
+def sized(value: SizedT) -> SizedT:
+    """A string or list the plans made, as long as it stays within `MAX_SIZE`."""
+    if len(value) > MAX_SIZE:
+        raise Unsure
+    return value
+
+
+def spend(env: Env, values: Any) -> Any:
+    """`values`, a `for` clause's range, counted against the run's `MAX_STEPS`."""
+    count = env.get(STEPS)
+    if count is not None:
+        count[0] += len(values)
+        if count[0] > MAX_STEPS:
+            raise Unsure
+    return values
 
 
 class Bottom(Exception):
