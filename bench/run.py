@@ -49,7 +49,8 @@ from bench import corpus, kubeconform
 from compiler.io import emit
 from compiler.io.builtin import builtin_runtimes
 from compiler.io.loader import Source
-from compiler.render.pipeline import JobResult, render_stream
+from compiler.pipeline.session import JobResult
+from compiler.render.pipeline import render_stream
 
 Run = Callable[[], object]
 TJC = [sys.executable, "-m", "compiler"]

@@ -24,7 +24,8 @@ from compiler.explain.explainer import Explainer, find_runtime
 from compiler.io import emit, sshkeys
 from compiler.io.builtin import builtin_runtimes
 from compiler.io.loader import Document, Source, parse_source
-from compiler.render.pipeline import JobResult, render_stream
+from compiler.pipeline.session import JobResult
+from compiler.render.pipeline import render_stream
 
 SECTION = re.compile(r"^-- (?P<name>\S+) --$", re.MULTILINE)
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,5 +1,5 @@
 """The implementations of `compiler.kube.podresources.validate`, `compiler.kube.objectmeta.validate`
-and `compiler.validate.quirks.check` before they were made faster, kept as they were (the
+and `compiler.pipeline.quirks.check` before they were made faster, kept as they were (the
 memoisation dropped) so the tests can show the fast ones give the same diagnostics, in the same
 order, on generated documents, the built-in runtimes and the benchmark corpus. What did not
 change (patterns, messages, runtime facts, small helpers) is imported from the modules."""
@@ -37,7 +37,7 @@ from compiler.kube.objectmeta import (
 )
 from compiler.kube.podresources import _HOLDERS, _MAX_WALK, MILLI_OVERFLOW
 from compiler.kube.quantity import QuantityError, parse
-from compiler.validate.quirks import (
+from compiler.pipeline.quirks import (
     _dict,
     _gpu_name,
     _list,

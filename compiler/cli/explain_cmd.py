@@ -59,7 +59,7 @@ def _documents(sources: list[Source]) -> tuple[list[Source], list[Document],
 def run(args: argparse.Namespace) -> int:
     """Explain every TrainJob of the inputs that passes validation."""
     from compiler.io.inputs import runtime_table
-    from compiler.validate.documents import Validator
+    from compiler.pipeline.session import Session
 
     given = read_sources(args.paths)
     sources, docs, problems = _documents([*given, *read_sources(args.runtime)])
@@ -74,12 +74,12 @@ def run(args: argparse.Namespace) -> int:
         return 2
     builtin = list(builtin_runtimes())
     table, notes = runtime_table(sources, builtin)
-    validator = Validator(table)
+    session = Session(table)
     failed = bool(problems)
     for i, trainjob in enumerate(trainjobs):
         if i:
             sys.stdout.write("\n")
-        found = [*(notes if i == 0 else []), *validator.check_trainjob(trainjob)[0]]
+        found = [*(notes if i == 0 else []), *session.admit(trainjob)[0]]
         failed = not _explain(args, trainjob, [*docs, *builtin], found) or failed
     return 1 if failed else 0
 

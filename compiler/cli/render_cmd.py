@@ -29,8 +29,9 @@ from compiler.io.builtin import builtin_runtimes
 from compiler.io.inputs import runtime_files, runtime_table
 from compiler.io.loader import Document, SourceFiles
 from compiler.io.placement import in_namespace
-from compiler.render.pipeline import JobResult, render_source
-from compiler.validate.documents import Met, Names, Validator
+from compiler.pipeline.names import Met, Names
+from compiler.pipeline.session import JobResult, Session
+from compiler.render.pipeline import render_source
 
 HELP = "render TrainJobs into the JobSet (and side objects) Kubeflow Trainer creates"
 EPILOG = """\
@@ -167,19 +168,18 @@ class Pipeline:
         self.options = CompileOptions(ssh_keys=_ssh_keys(args.mpi_ssh_key),
                                       name_hash=args.name_hash)
         self.checker = None if args.no_validate else policy_opts.build(args)
-        self.validator = self._validator()
+        self.session = self._session()
         self.reported = len(self.checker.policies.errors) if self.checker else 0
 
-    def _validator(self) -> Validator | None:
-        return None if self.args.no_validate else Validator(
-            self.table, policies=self.checker, fields=self.args.field_validation)
+    def _session(self) -> Session:
+        return Session(self.table, policies=self.checker, fields=self.args.field_validation)
 
     def with_runtimes(self, names: frozenset[str]) -> Pipeline:
         """A worker's pipeline with the runtimes of these input files too."""
         if names:
             self.table, _ = runtime_table(self.sources.subset(names), self.builtin,
                                           self.args.placement)
-            self.validator = self._validator()
+            self.session = self._session()
         return self
 
     def plan(self) -> jobs.Plan[tuple[list[Event], list[Diagnostic]]]:
@@ -189,8 +189,9 @@ class Pipeline:
     def task(self, indices: list[int]) -> tuple[list[Event], list[Diagnostic]]:
         """The events of these files in order, and the policy errors first met there."""
         events = [self._event(item) for i in indices
-                  for item in render_source(self.sources[i], self.table, self.validator,
-                                            self.options, self.args.placement)]
+                  for item in render_source(self.sources[i], self.session, self.options,
+                                            self.args.placement,
+                                            validate=not self.args.no_validate)]
         new = self.checker.policies.errors[self.reported:] if self.checker else []
         self.reported += len(new)
         return events, list(new)

@@ -22,7 +22,8 @@ from compiler.core.context import CompileOptions
 from compiler.core.plugins import hooked
 from compiler.io.builtin import builtin_runtimes
 from compiler.io.loader import read_sources
-from compiler.render.pipeline import JobResult, render_stream
+from compiler.pipeline.session import JobResult
+from compiler.render.pipeline import render_stream
 
 if TYPE_CHECKING:
     from compiler.localrun import plan, runner

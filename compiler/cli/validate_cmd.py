@@ -26,8 +26,9 @@ from compiler.validate.locations import Context
 
 if TYPE_CHECKING:
     from compiler.cli import report_out
+    from compiler.pipeline.names import Met
+    from compiler.pipeline.session import Session
     from compiler.policy.check import PolicyChecker
-    from compiler.validate.documents import Met, Validator
 
 BUILTIN_PREFIX = "<builtin>/"
 # what a pipeline imports (only when it is built: a forked -j worker inherits these)
@@ -108,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _report(args: argparse.Namespace, pipeline: Pipeline, workers: jobs.Workers) -> int:
     from compiler.cli import report_out
-    from compiler.validate.documents import Names, locate_in
+    from compiler.pipeline.names import Names, locate_in
 
     context = _context(args, pipeline.checker)
     out = report_out.Report(args.format, sys.stdout, context, strict=args.strict,
@@ -159,14 +160,14 @@ class Pipeline:
         self.checker = policy_opts.build(args)
         self.old, problems = previous_versions(previous, args.placement)
         self.notes += problems
-        self.validator = self._validator()
+        self.session = self._session()
         self.reported = len(self.checker.policies.errors) if self.checker else 0
         self._sent: set[Diagnostic] = set()
 
-    def _validator(self) -> Validator:
-        from compiler.validate.documents import Validator
+    def _session(self) -> Session:
+        from compiler.pipeline.session import Session
 
-        return Validator(self.table, self.old, self.checker, self.args.field_validation)
+        return Session(self.table, self.old, self.checker, self.args.field_validation)
 
     def with_runtimes(self, names: frozenset[str]) -> Pipeline:
         """A worker's pipeline with the runtimes of these input files too."""
@@ -175,7 +176,7 @@ class Pipeline:
         if names:
             self.table, _ = runtime_table(self.sources.subset(names), self.builtin,
                                           self.args.placement)
-            self.validator = self._validator()
+            self.session = self._session()
         return self
 
     def plan(self) -> jobs.Plan[tuple[list[Diagnostic], list[Diagnostic], list[Met]]]:
@@ -200,13 +201,13 @@ class Pipeline:
         the TrainJobs met (for the parent's `Names`)."""
         from compiler.validate.documents import validate_source
 
+        met: list[Met] = []
         found = [d for i in indices
-                 for d in validate_source(self.validator, self.sources[i], self.args.placement)
+                 for d in validate_source(self.session, self.sources[i], self.args.placement,
+                                          met)
                  if d.subject != "policy" or self._first(d)]
         new = self.checker.policies.errors[self.reported:] if self.checker else []
         self.reported += len(new)
-        met = list(self.validator.met)
-        self.validator.met.clear()
         return found, list(new), met
 
 

@@ -1,13 +1,14 @@
-"""What the controller refuses to build: admission errors and policy denies, before any apply.
+"""What the controller refuses to build: the one pipeline's verdict on a TrainJob, before any apply.
 
-The compile has already admitted the TrainJob (schema, CEL and webhook rules, as the API
-server would: the controller cannot rely on a webhook being installed). Then the policy packs
-(on the TrainJob as the compile admitted and defaulted it, which its record keeps) the
-controller was started with (`tjc controller --policy`, `--no-default-policies`,
-`--policy-values`, as `livepolicy` holds them at the time) run on the TrainJob, its runtime
-and the compiled JobSet; a deny (after the exemptions of the policy settings, whose expiry is
-judged on the `today` of this decision) is a refusal too. Called by `reconcile`; pure apart
-from the evaluator the policy set holds.
+The controller runs a TrainJob through the same pipeline as validate and render
+(`compiler.pipeline.session`): admission as the API server would (schema, CEL and webhook
+rules: the controller cannot rely on a webhook being installed), the compile, and the policy
+packs the controller was started with (`tjc controller --policy`, `--no-default-policies`,
+`--policy-values`, as `livepolicy` holds them at the time) on the TrainJob, its runtime and the
+compiled JobSet; a deny (after the exemptions of the policy settings, whose expiry is judged on
+the `today` of this decision) is a refusal too. A session is made per runtime version, settings
+and day, so `reconcile` keeps it (each runtime is checked once in it). Called by `reconcile`;
+pure apart from the evaluator the policy set holds.
 """
 
 from __future__ import annotations
@@ -17,42 +18,51 @@ from typing import TYPE_CHECKING
 
 from compiler.common.diagnostics import Diagnostic, Severity
 from compiler.common.jsondata import Obj
-from compiler.core.admission import admit_runtime, check_object
-from compiler.core.compile import CompileResult
+from compiler.core.compile import PreparedRuntime
+from compiler.core.context import CompileOptions
+from compiler.io.inputs import RuntimeEntry
+from compiler.io.loader import Document, Source
+from compiler.pipeline.session import JobResult, Session
 
 if TYPE_CHECKING:
     from compiler.policy.engine import PolicySet
 
 
-def runtime_findings(runtime: Obj, policies: PolicySet,
-                     today: datetime.date) -> list[Diagnostic]:
-    """What the policy packs say of the runtime (admitted and defaulted, as they see it
-    elsewhere): the same for every TrainJob of one runtime version, settings and day, so
-    `reconcile` keeps it per snapshot digest, settings and day."""
-    rt = admit_runtime(runtime)[0]
-    return [v.diagnostic() for v in policies.check(str(rt.get("kind", "")), rt, today=today)]
+def session(runtime: Obj, prepared: PreparedRuntime, policies: PolicySet | None,
+            today: datetime.date) -> Session:
+    """The pipeline session of one runtime version (its `prepared` form), with the policies
+    of the time and their exemptions judged on `today`."""
+    checker = None
+    if policies is not None:
+        from compiler.policy.check import PolicyChecker
+
+        checker = PolicyChecker(policies, today=today)
+    doc = _document(runtime, f"<{runtime.get('kind')}>")
+    return Session({prepared.key(): RuntimeEntry(doc, prepared)}, policies=checker)
 
 
-def refusals(result: CompileResult, trainjob: Obj, runtime: Obj | list[Diagnostic],
-             policies: PolicySet | None, today: datetime.date) -> list[Diagnostic]:
-    """The errors that keep the TrainJob from being built: the compile's own, else the
-    policy denies (none when no policy set is configured), exemptions judged on `today`.
-    `runtime` is the runtime, or what `runtime_findings` said of it."""
-    errors = [d for d in result.diagnostics if d.severity is Severity.ERROR]
-    if errors or policies is None:
-        return errors
-    # the TrainJob the compile admitted and defaulted (as validate's policies see it): not
-    # admitted a second time
-    admitted = result.origins.input("trainjob") if result.origins is not None else None
-    tj = admitted if admitted is not None else check_object("TrainJob", trainjob)[0]
-    found = [v.diagnostic() for v in policies.check("TrainJob", tj, today=today)]
-    found += runtime if isinstance(runtime, list) else \
-        runtime_findings(runtime, policies, today)
-    for obj in result.objects:
-        if obj.get("kind") == "JobSet":
-            found += [v.diagnostic() for v in policies.check("JobSet", obj, tj, today=today)]
-    found += policies.errors
-    return [d for d in found if d.severity is Severity.ERROR]
+def judge(session: Session, trainjob: Obj, options: CompileOptions
+          ) -> tuple[JobResult, list[Diagnostic]]:
+    """The pipeline's result for a TrainJob, and the errors that keep it from being built:
+    its own, its runtime's (admission and policies: the runtime is not in the cluster's
+    view of the user, so they are said here), and the policy settings' own."""
+    meta = trainjob.get("metadata") or {}
+    result = session.process(_document(
+        trainjob, f"<TrainJob {meta.get('namespace')}/{meta.get('name')}>"), options)
+    errors = result.errors
+    if errors:
+        entry = next(iter(session.table.values()))
+        errors = [d for d in session.runtime(entry.doc).diagnostics
+                  if d.severity is Severity.ERROR] + errors
+    if session.policies is not None:
+        errors += [d for d in session.policies.policies.errors if d.severity is Severity.ERROR]
+    return result, errors
+
+
+def _document(data: Obj, name: str) -> Document:
+    """An object from the API server as a pipeline input: it has no file to locate in (its
+    diagnostics keep their field paths, which the condition's message gives)."""
+    return Document(data, Source(name, ""), 0)
 
 
 def message(errors: list[Diagnostic]) -> str:

@@ -37,11 +37,10 @@ from compiler.controller.kube import (
 )
 from compiler.controller.livepolicy import LivePolicies
 from compiler.core import limits
-from compiler.core.compile import compile_trainjob, prepare_runtime
+from compiler.core.compile import prepare_runtime
 from compiler.core.context import CompileOptions, SSHKeySource
 
 if TYPE_CHECKING:
-    from compiler.common.diagnostics import Diagnostic
     from compiler.policy.engine import PolicySet
 
 LOG = logging.getLogger("tjc.controller")
@@ -138,10 +137,10 @@ class Reconciler:
                 objects.all_kept(self.kube, self.jobsets, trainjob, passed.objects):
             return None  # built from this very input, and everything is kept as it is
         prepared = self.memo.derived("prepared", digest, lambda: prepare_runtime(runtime))
-        result = compile_trainjob(spec_only, prepared, options=CompileOptions(ssh_keys=keys))
         today = _day(now)
-        findings = self._runtime_findings(runtime, digest, policies, judged, today)
-        errors = admission.refusals(result, spec_only, findings, policies, today)
+        session = self.memo.derived("session", f"{digest}/{judged}", lambda: admission.session(
+            runtime, prepared, policies, today))
+        result, errors = admission.judge(session, spec_only, CompileOptions(ssh_keys=keys))
         if errors:
             unschedulable = all(d.rule in limits.RULES for d in errors)
             st.set_condition(status, {"type": "Failed", "status": "True",
@@ -166,13 +165,6 @@ class Reconciler:
             return None, ""
         policies, generation = live.current() if isinstance(live, LivePolicies) else (live, 0)
         return policies, f"{generation}@{_day(now).isoformat()}"
-
-    def _runtime_findings(self, runtime: Obj, digest: str, policies: PolicySet | None,
-                          judged: str, today: datetime.date) -> list[Diagnostic]:
-        if policies is None:
-            return []
-        return self.memo.derived("policies", f"{digest}/{judged}",
-                                 lambda: admission.runtime_findings(runtime, policies, today))
 
     def _runtime(self, trainjob: Obj) -> tuple[Obj, str]:
         """The runtime and the snapshot's digest: remembered while the informer's copy of the

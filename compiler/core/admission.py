@@ -191,8 +191,14 @@ def admit_against(trainjob: Mapping[str, Any], runtime: tuple[Obj, list[Diagnost
         if refused(problems):
             found += [d for d in problems if d.severity is Severity.ERROR]
             found.append(runtime_invalid(rt))
-    old_data = dict(old) if old is not None else None
-    typed = well_typed(data, found)
-    found += webhook.validate_trainjob(typed, rt, old=old_data)
-    found += podspec.refusals("TrainJob", typed)
+    found += trainjob_rules(well_typed(data, found), rt, old)
     return found
+
+
+def trainjob_rules(typed: Obj, runtime: Obj | None, old: Mapping[str, Any] | None = None
+                   ) -> list[Diagnostic]:
+    """What admission says of a TrainJob after its schema (`typed`: well typed): upstream's
+    webhook rules, which see the (admitted) runtime it references, and what the API server
+    would refuse its Pods for."""
+    found = webhook.validate_trainjob(typed, runtime, old=dict(old) if old is not None else None)
+    return found + podspec.refusals("TrainJob", typed)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from compiler.common.diagnostics import Diagnostic, Severity, one_per_problem
 from compiler.gitops import updates
 from compiler.io import emit
-from compiler.render.pipeline import JobResult
+from compiler.pipeline.session import JobResult
 
 
 @dataclass(frozen=True)

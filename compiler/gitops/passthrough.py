@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 from compiler.common.diagnostics import Diagnostic, Location, Severity
 from compiler.core.context import CompileOptions
-from compiler.core.resolve import RuntimeKey
 from compiler.io import toolfiles
-from compiler.io.inputs import RuntimeEntry, is_jobset, kind_of, runtime_table
+from compiler.io.inputs import is_jobset, kind_of, runtime_table
 from compiler.io.loader import Document, Source, iter_source
 from compiler.io.placement import Placement, placed
+from compiler.pipeline.names import Met, Names
+from compiler.pipeline.session import Session
 from compiler.render.pipeline import render_one
-from compiler.validate.documents import Met, Names, Validator
 
 if TYPE_CHECKING:
     from compiler.policy.check import PolicyChecker
@@ -60,8 +60,7 @@ def transform(sources: Sequence[Source], builtin: Sequence[Document] = (),
     table, notes = runtime_table(sources, builtin, opts.placement)
     if notes:
         yield Item(None, notes)
-    validator = Validator(table, policies=opts.policies, fields=opts.fields) \
-        if opts.validate else None
+    session = Session(table, policies=opts.policies, fields=opts.fields)
     names = Names()
     for source in sources:
         tool_file = toolfiles.skipped(source)
@@ -74,7 +73,7 @@ def transform(sources: Sequence[Source], builtin: Sequence[Document] = (),
                 continue
             kind = kind_of(doc)
             if is_jobset(doc):  # passed through; the packs' JobSet rules still apply
-                found = validator.jobset_document(doc) if validator is not None else []
+                found = session.jobset_document(doc) if opts.validate else []
                 yield Item(doc.data, [d for d in found if d.rule != "TJC-INPUT-SKIPPED"], doc)
                 continue
             if isinstance(kind, Diagnostic):
@@ -89,9 +88,9 @@ def transform(sources: Sequence[Source], builtin: Sequence[Document] = (),
                 if again:  # a second TrainJob of one namespace and name: no objects
                     yield Item(None, again, doc)
                 else:
-                    yield from _trainjob(doc, here, table, validator, opts)
+                    yield from _trainjob(doc, here, session, opts)
             else:
-                found = validator.runtime(here).diagnostics if validator else []
+                found = session.runtime(here).diagnostics if opts.validate else []
                 if opts.policies is not None:
                     found = opts.policies.once(found)
                 yield Item(doc.data, found, doc)
@@ -120,10 +119,10 @@ def _refused(doc: Document, kind: str, why: Diagnostic, opts: PassOptions) -> It
     yield Item(None, [why], doc)
 
 
-def _trainjob(doc: Document, here: Document, table: dict[RuntimeKey, RuntimeEntry],
-              validator: Validator | None, opts: PassOptions) -> Iterator[Item]:
+def _trainjob(doc: Document, here: Document, session: Session, opts: PassOptions
+              ) -> Iterator[Item]:
     """The TrainJob as it came (`keep_trainjobs`), then the objects of it as placed (`here`)."""
-    result = render_one(here, table, validator, opts.compile)
+    result = render_one(here, session, opts.compile, validate=opts.validate)
     if opts.policies is not None:
         result.diagnostics = opts.policies.once(result.diagnostics)
     if opts.keep_trainjobs:

@@ -11,6 +11,7 @@ separate steps, so the finding can run apart from the locating.
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any, NamedTuple
@@ -37,12 +38,12 @@ class Finding(NamedTuple):
 
 
 def jobset_findings(policies: PolicySet, trainjob: Obj, jobset: Obj,
-                    origins: Recorder) -> list[Finding]:
+                    origins: Recorder, today: datetime.date | None = None) -> list[Finding]:
     """The violations of the JobSet compiled from a (defaulted) TrainJob, each with the
     origins its compile recorded for the violation's field."""
     root = root_of(jobset)
     out = []
-    for v in policies.check("JobSet", jobset, trainjob):
+    for v in policies.check("JobSet", jobset, trainjob, today=today):
         at = (*root, *v.path)
         out.append(Finding(v, True) if origins.template_made(at) else
                    Finding(v, False, origins.lookup(at)))
@@ -50,10 +51,13 @@ def jobset_findings(policies: PolicySet, trainjob: Obj, jobset: Obj,
 
 
 class PolicyChecker:
-    """Runs a policy set on inputs and JobSets, and locates what it finds in the inputs."""
+    """Runs a policy set on inputs and JobSets, and locates what it finds in the inputs;
+    exemptions expire against `today` (default: the set's own date; the controller gives the
+    date of each decision)."""
 
-    def __init__(self, policies: PolicySet) -> None:
+    def __init__(self, policies: PolicySet, today: datetime.date | None = None) -> None:
         self.policies = policies
+        self.today = today
         self._emitted: set[Diagnostic] = set()
         self._emitted_ids: set[int] = set()
         # A runtime template's violation is found again in every JobSet made from it, and
@@ -63,7 +67,7 @@ class PolicyChecker:
 
     def document(self, doc: Document, data: Obj) -> list[Diagnostic]:
         """Violations of a TrainJob or runtime (defaulted `data`), located in `doc`."""
-        found = self.policies.check(str(data.get("kind", "")), data)
+        found = self.policies.check(str(data.get("kind", "")), data, today=self.today)
         if not found:
             return []  # (every valid TrainJob: no built-in rule applies to TrainJobs)
         ref = object_ref(doc.data)
@@ -75,7 +79,7 @@ class PolicyChecker:
         """Violations of the JobSet compiled from a TrainJob (`origins`: what its compile
         recorded), located in the inputs."""
         return self.locate(tj, runtime, jobset_findings(self.policies, trainjob, jobset,
-                                                        origins))
+                                                        origins, self.today))
 
     def locate(self, tj: Document, runtime: Document,
                findings: Sequence[Finding]) -> list[Diagnostic]:

@@ -354,7 +354,7 @@ spec:
 def test_the_names_met_take_a_few_bytes_each() -> None:
     """`Names` keeps one 64-bit digest per TrainJob (memory flat in the number of TrainJobs:
     a dict of names and locations took 47 MiB at 100,000), and still finds every repeat."""
-    from compiler.validate.documents import Digests
+    from compiler.pipeline.names import Digests
 
     seen = Digests()
     assert all(seen.add(n * 0x9E3779B97F4A7C15 % 2**64 or 1) for n in range(1, 50_000))

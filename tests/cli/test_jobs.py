@@ -16,7 +16,8 @@ from compiler.cli.main import main
 from compiler.io import emit
 from compiler.io.builtin import builtin_runtimes
 from compiler.io.loader import Document, Source, SourceFiles, iter_source
-from compiler.render.pipeline import JobResult, render_stream
+from compiler.pipeline.session import JobResult
+from compiler.render.pipeline import render_stream
 from compiler.validate.documents import validate_stream
 from compiler.validate.locations import Context
 from compiler.validate.report import RENDERERS

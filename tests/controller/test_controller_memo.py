@@ -48,14 +48,16 @@ class Store(FakeStore):
 @pytest.fixture
 def compiles(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The names of the TrainJobs compiled, in order."""
-    seen: list[str] = []
-    real = rc.compile_trainjob  # type: ignore[attr-defined]
+    from compiler.pipeline import session
 
-    def counting(trainjob: Obj, runtime: Obj, **kwargs: Any) -> Any:
+    seen: list[str] = []
+    real = session.compile_defaulted
+
+    def counting(trainjob: Obj, runtime: Any, **kwargs: Any) -> Any:
         seen.append(trainjob["metadata"]["name"])
         return real(trainjob, runtime, **kwargs)
 
-    monkeypatch.setattr(rc, "compile_trainjob", counting)
+    monkeypatch.setattr(session, "compile_defaulted", counting)
     return seen
 
 

@@ -365,20 +365,31 @@ def test_reconcile_refuses_a_policy_deny_and_builds_what_passes() -> None:
     assert [o["kind"] for o in good.applied] == ["ConfigMap", "JobSet"]
 
 
-def test_the_policies_read_the_trainjob_the_compile_admitted(
+def test_the_controller_admits_a_trainjob_once_through_the_pipeline(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """The controller's policy packs see the TrainJob as its compile admitted and defaulted
-    it (what validate's see): it is not admitted a second time for them."""
-    from compiler.controller import admission
-    from compiler.core.admission import check_object as real
+    """The controller runs a TrainJob through the one pipeline (`compiler.pipeline.session`),
+    as validate and render do: it is admitted once, and the policy packs see the TrainJob as
+    admitted and defaulted (before, the compile admitted it and the policy side could admit
+    it again)."""
+    from compiler.core import admission
+    from compiler.pipeline import session
 
+    real = admission.check_object
     walks: list[str] = []
+    processed: list[str] = []
 
     def counted(kind: str, *args: Any, **kwargs: Any) -> Any:
         walks.append(kind)
         return real(kind, *args, **kwargs)
 
+    real_process = session.Session.process
+
+    def through(self: Any, doc: Any, *args: Any, **kwargs: Any) -> Any:
+        processed.append(doc.data["metadata"]["name"])
+        return real_process(self, doc, *args, **kwargs)
+
     monkeypatch.setattr(admission, "check_object", counted)
+    monkeypatch.setattr(session.Session, "process", through)
     kube = FakeKube()
     _with_runtime(kube)
     kube.put(TRAINJOB, _trainjob(trainer={"numNodes": 1}))
@@ -386,4 +397,4 @@ def test_the_policies_read_the_trainjob_the_compile_admitted(
     reconciler.policies = _policies()
     reconciler.reconcile(("ns", "j"))
     assert [o["kind"] for o in kube.applied] == ["ConfigMap", "JobSet"]
-    assert "TrainJob" not in walks
+    assert walks.count("TrainJob") == 1 and processed == ["j"]

@@ -10,7 +10,8 @@ import pytest
 from compiler.common.diagnostics import Diagnostic, Severity
 from compiler.io.builtin import builtin_runtimes
 from compiler.io.loader import Document, Source
-from compiler.render.pipeline import JobResult, render_stream
+from compiler.pipeline.session import JobResult
+from compiler.render.pipeline import render_stream
 from compiler.validate.documents import validate_stream
 
 NAMES = ["deepspeed-distributed", "jax-distributed", "mlx-distributed", "torch-distributed",

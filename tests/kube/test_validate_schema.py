@@ -20,7 +20,8 @@ from compiler.kube import schema
 from compiler.kube.defaults import apply_defaults, default_in_place
 from compiler.kube.schema import CHECKED, IGNORED, SchemaValidator, validate
 from compiler.kube.structural import sanitize
-from compiler.render.pipeline import JobResult, render_stream
+from compiler.pipeline.session import JobResult
+from compiler.render.pipeline import render_stream
 from tests import goldenfile
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -32,7 +32,8 @@ from compiler.io.loader import read_sources
 from compiler.io.sshkeys import generated
 from compiler.kube.podspec import volumefiles
 from compiler.localrun import plan, volumes
-from compiler.render.pipeline import JobResult, render_stream
+from compiler.pipeline.session import JobResult
+from compiler.render.pipeline import render_stream
 from tests.localrun.test_localrun import TRAINJOB, _jobset, _plan, default_sigint
 
 PRIVATE = b"-----BEGIN OPENSSH PRIVATE KEY-----\n"

@@ -28,7 +28,8 @@ from compiler.io.builtin import builtin_runtimes
 from compiler.io.loader import read_sources
 from compiler.io.sshkeys import generated
 from compiler.localrun import hosts, plan, runner
-from compiler.render.pipeline import JobResult, render_stream
+from compiler.pipeline.session import JobResult
+from compiler.render.pipeline import render_stream
 
 pytestmark = pytest.mark.training  # real training, on CPU
 

@@ -20,7 +20,8 @@ from compiler.common.jsondata import Obj
 from compiler.core.context import CompileOptions
 from compiler.io import sshkeys
 from compiler.io.loader import Source
-from compiler.render.pipeline import JobResult, render_stream
+from compiler.pipeline.session import JobResult
+from compiler.render.pipeline import render_stream
 from tests.parity.oracle import Oracle
 
 RUNS = 6

@@ -14,11 +14,12 @@ import yaml
 from compiler.cli.main import main
 from compiler.io.builtin import builtin_runtimes
 from compiler.io.loader import read_sources
+from compiler.pipeline.session import JobResult
 from compiler.policy import cuelib
 from compiler.policy.packs import Loader, pack_files
 from compiler.policy.prune import prune
 from compiler.policy.views import policy_input
-from compiler.render.pipeline import JobResult, render_stream
+from compiler.render.pipeline import render_stream
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = ROOT / "policies" / "testdata"

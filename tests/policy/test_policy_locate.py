@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from bench.corpus import corpus
-from compiler.common.diagnostics import has_errors
+from compiler.common.diagnostics import has_errors, refused
 from compiler.common.jsondata import Obj, get_at
 from compiler.core.compile import compile_defaulted, compile_trainjob
 from compiler.core.resolve import object_ref
@@ -23,10 +23,10 @@ from compiler.explain import explainer as explainer_module
 from compiler.explain.explainer import Explainer
 from compiler.io.builtin import builtin_runtimes
 from compiler.io.loader import Document, Source, iter_source
+from compiler.pipeline import session as session_module
 from compiler.policy.check import PolicyChecker, jobset_findings
 from compiler.policy.engine import PolicySet
 from compiler.policy.packs import Loader, pack_files
-from compiler.validate import documents
 from compiler.validate.documents import prepare
 
 ANCESTOR = "trainer.kubeflow.org/trainjob-ancestor-step"
@@ -123,8 +123,8 @@ def test_findings_are_located_as_recorded_and_as_explain_traces_them() -> None:
         for doc in iter_source(source):
             if not isinstance(doc, Document) or doc.data.get("kind") != "TrainJob":
                 continue
-            found, data = validator.check_trainjob(doc)
-            entry = validator._entry(found, data)
+            found, data = validator.admit(doc)
+            entry = None if refused(found) else validator._entry(data)
             if entry is None:
                 continue
             compiled = compile_defaulted(data, entry.get())
@@ -166,14 +166,14 @@ def test_validate_compiles_each_trainjob_once(monkeypatch: pytest.MonkeyPatch) -
         calls.append(tj["metadata"]["name"])
         return real(tj, *args, **kwargs)
 
-    monkeypatch.setattr(documents, "compile_defaulted", counted)
+    monkeypatch.setattr(session_module, "compile_defaulted", counted)
     monkeypatch.setattr(explainer_module, "compile_defaulted", counted)
     policy = 0
     for source in sources:
         for doc in iter_source(source):
             if isinstance(doc, Document) and doc.data.get("kind") == "TrainJob":
                 before = len(calls)
-                found = validator.trainjob_with_policies(doc)
+                found = validator.process(doc).diagnostics
                 policy += sum(d.subject == "policy" and d.obj is not None
                               and d.obj.kind == "TrainJob" for d in found)
                 assert len(calls) - before <= 1, doc.source.name

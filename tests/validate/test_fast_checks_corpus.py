@@ -14,7 +14,7 @@ import yaml
 from bench.corpus import write_tree
 from compiler.cli.main import main
 from compiler.kube import objectmeta, podresources
-from compiler.validate import quirks
+from compiler.pipeline import quirks
 from tests.reference_checks import meta_validate, pod_validate, quirks_check
 
 

@@ -1,4 +1,4 @@
-"""Upstream-quirk warnings (`compiler.validate.quirks`): one case that hits each quirk and one
+"""Upstream-quirk warnings (`compiler.pipeline.quirks`): one case that hits each quirk and one
 that does not, on the built-in runtimes (loaded, sanitized and defaulted) and TrainJobs that
 use them. A passing case must produce no warning at all."""
 
@@ -10,7 +10,7 @@ import pytest
 
 from compiler.common.diagnostics import Severity
 from compiler.common.jsondata import Obj, copy_json
-from compiler.validate.quirks import check
+from compiler.pipeline.quirks import check
 from tests.validate.test_validate_webhook import JOBS, POD, Edit, put, runtime, trainjob
 
 NODE_CONTAINER = (*JOBS, 0, *POD, "containers", 0)

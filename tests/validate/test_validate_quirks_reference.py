@@ -1,4 +1,4 @@
-"""`compiler.validate.quirks.check`, which works out a runtime's facts once per runtime object,
+"""`compiler.pipeline.quirks.check`, which works out a runtime's facts once per runtime object,
 gives what the rules that looked at the runtime for every TrainJob gave
 (`tests.reference_checks.quirks_check`): the same warnings in the same order, for generated
 runtimes and TrainJobs (several TrainJobs against one runtime object, as the validate
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from compiler.common.jsondata import Obj, copy_json
 from compiler.core import admission
-from compiler.validate.quirks import check
+from compiler.pipeline.quirks import check
 from tests import parity_strategies as ps
 from tests.reference_checks import quirks_check
 

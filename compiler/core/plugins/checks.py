@@ -2,7 +2,7 @@
 
 A plugin declares its admission rules (its `CustomValidation` hook, upstream's plugin
 `Validate`) and its quirk warnings (its `Quirks` hook) in its own module
-(`compiler.core.plugins.hooks`); `compiler.core.webhook` and `compiler.validate.quirks` run
+(`compiler.core.plugins.hooks`); `compiler.core.webhook` and `compiler.pipeline.quirks` run
 them for every plugin of the registry. An `Admission` is one
 TrainJob validation: the documents (after the structural pass and defaulting) and, built on
 first use, the compile context without any plugin run (upstream's `ValidateObjects` sees the

@@ -9,7 +9,7 @@ through the registry (`compiler.core.plugins.hooked`), never by importing a plug
 - `CustomValidation.validate(job)`: admission errors (upstream's `Validate`), asked by
   `compiler.core.webhook`;
 - `Quirks.quirks(trainjob, runtime)`: warnings for what upstream accepts but does
-  unexpectedly, asked by `compiler.validate.quirks`, as are the three below;
+  unexpectedly, asked by `compiler.pipeline.quirks`, as are the three below;
 - `GpuEffect.gpu_effect(trainer, policy, gpus)`: what counting 0 GPUs instead of `gpus`
   changes;
 - `TrainerEnvs.trainer_envs()`: the envs (and port 29500) injected only with `spec.trainer`;

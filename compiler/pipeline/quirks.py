@@ -5,8 +5,8 @@ but does not do what the user would expect.
 `compiler.kube.structural.sanitize` and `compiler.kube.defaults.default_in_place`, and returns
 warnings, each with a stable `TJC-QUIRK-*` id, a message saying what upstream does and what to do,
 and a path into the TrainJob (subject `trainjob`) or the runtime (subject `runtime`). Called by
-`compiler.validate.documents` after the webhook rules. Pure: no errors (the compile emulates every
-quirk), never mutates its arguments, reads nothing.
+the pipeline (`compiler.pipeline.session`) after the webhook rules. Pure: no errors (the
+compile emulates every quirk), never mutates its arguments, reads nothing.
 
 What the rules need of a runtime (its frameworks, trainer container, GPUs, gang schedulers) is
 worked out once per runtime object and remembered (`_facts`): callers check many TrainJobs
