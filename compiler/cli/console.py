@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import TextIO
 
-from compiler.common.diagnostics import Diagnostic, Severity, one_per_problem
+from compiler.common.diagnostics import Diagnostic, Severity
 from compiler.validate.locations import BUILTIN_PREFIX
 
 _COLOURS = {Severity.ERROR: "\033[1;31m", Severity.WARNING: "\033[1;33m",
@@ -70,8 +70,8 @@ class StderrReport:
 
     def add(self, diagnostics: Iterable[Diagnostic]) -> None:
         """Print each diagnostic (but notices with `quiet`, and those only in the built-in
-        runtimes unless `show_builtin`), said once."""
-        for d in one_per_problem(list(diagnostics)):
+        runtimes unless `show_builtin`); the pipeline said each problem once."""
+        for d in diagnostics:
             if self.quiet and d.severity is Severity.NOTICE and d.suppression is None:
                 continue
             if not self.show_builtin and d.severity is not Severity.ERROR and only_builtin(d):

@@ -17,7 +17,6 @@ from compiler.common.diagnostics import (
     Severity,
     error,
     has_errors,
-    one_per_problem,
 )
 from compiler.common.errors import InputError
 from compiler.core.context import CompileOptions
@@ -125,7 +124,7 @@ def _write_report(path: str, text: str) -> None:
 
 
 def _report(diagnostics: list[Diagnostic]) -> None:
-    for diag in one_per_problem(diagnostics):
+    for diag in diagnostics:
         if diag.severity is not Severity.NOTICE:
             print(diag.text(), file=sys.stderr)
 

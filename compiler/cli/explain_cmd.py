@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import Any
 
-from compiler.common.diagnostics import Diagnostic, Severity, one_line, one_per_problem, refused
+from compiler.common.diagnostics import Diagnostic, Severity, one_line, refused
 from compiler.io import toolfiles
 from compiler.io.builtin import builtin_runtimes
 from compiler.io.loader import Document, Source, parse_source, read_sources
@@ -89,7 +89,7 @@ def _explain(args: argparse.Namespace, trainjob: Document, documents: list[Docum
     """Explain one TrainJob once it passes validation; False when it has errors."""
     from compiler.explain.explainer import Explainer, find_runtime
 
-    for diag in one_per_problem(found):
+    for diag in found:
         if diag.severity is not Severity.NOTICE:
             print(diag.text(), file=sys.stderr)
     if refused(found):

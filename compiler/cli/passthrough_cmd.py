@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 from compiler.cli import policy_opts, runtimes_opt
-from compiler.common.diagnostics import Diagnostic, Severity, has_errors, one_per_problem
+from compiler.common.diagnostics import Diagnostic, Severity, has_errors
 from compiler.core.context import CompileOptions, SSHKeySource
 from compiler.gitops.passthrough import PassOptions, transform
 from compiler.io import emit
@@ -73,6 +73,6 @@ def run(args: argparse.Namespace, ssh_keys: SSHKeySource | None,
 
 
 def _report(diagnostics: list[Diagnostic], *, quiet: bool) -> None:
-    for diag in one_per_problem(diagnostics):
+    for diag in diagnostics:
         if not (quiet and diag.severity is Severity.NOTICE):
             print(diag.text(), file=sys.stderr)

@@ -20,7 +20,7 @@ from compiler.cli import (
     policy_opts,
     runtimes_opt,
 )
-from compiler.common.diagnostics import Diagnostic, Severity, one_per_problem
+from compiler.common.diagnostics import Diagnostic, Severity
 from compiler.io.loader import SourceFiles, read_sources
 from compiler.validate.locations import Context
 
@@ -120,7 +120,6 @@ def _report(args: argparse.Namespace, pipeline: Pipeline, workers: jobs.Workers)
     policy_errors = list(pipeline.checker.policies.errors) if pipeline.checker else []
     names, locate = Names(), locate_in(pipeline.sources)
     for found, new, met in workers.ordered(pipeline.plan()):
-        found = one_per_problem(found)
         for d in pipeline.checker.once(found) if pipeline.checker else found:
             _add(args, out, d)
         for d in names.meet(met, locate):

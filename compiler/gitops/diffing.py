@@ -14,7 +14,7 @@ import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from compiler.common.diagnostics import Diagnostic, Severity, one_per_problem
+from compiler.common.diagnostics import Diagnostic, Severity
 from compiler.gitops import updates
 from compiler.io import emit
 from compiler.pipeline.session import JobResult
@@ -48,8 +48,7 @@ def rendered(results: Iterable[JobResult | Diagnostic]
             diagnostics.append(item)
             continue
         diagnostics.extend(item.diagnostics)
-        errors = [d.text() for d in one_per_problem(item.diagnostics)
-                  if d.severity is Severity.ERROR]
+        errors = [d.text() for d in item.diagnostics if d.severity is Severity.ERROR]
         if errors:
             failed[item.name] = (*failed.get(item.name, ()), *errors)
             continue

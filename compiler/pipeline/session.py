@@ -9,7 +9,9 @@ drops the objects; render and the GitOps modes; the controller; `validate_docume
    cluster could never run);
 3. the policy packs on the TrainJob and on its JobSet (`compiler.policy.check.PolicyChecker`,
    located through the compile's provenance record);
-4. every diagnostic located in the inputs and each problem said once (`_locate`).
+4. every diagnostic located in the inputs and each problem said once (`_locate`, `_once`:
+   the one place where diagnostics are de-duplicated; across documents, a runtime's policy
+   finding met again in every JobSet copying it is dropped by `PolicyChecker.once`).
 
 A `Session` is one run: the runtime table, the previous versions, the policies, kubectl's field
 validation, and the run's memos (each runtime checked once, whatever uses it). Pure but for
@@ -26,6 +28,7 @@ from compiler.common.diagnostics import (
     Diagnostic,
     ObjectRef,
     Severity,
+    one_per_problem,
     refused,
 )
 from compiler.common.jsondata import Obj
@@ -186,7 +189,7 @@ class Session:
 def _once(found: list[Diagnostic], compiled: Iterable[Diagnostic], doc: Document,
           runtime: Document) -> list[Diagnostic]:
     """Step 4 for the compile's diagnostics: located (in the runtime when they are about it),
-    each problem once (admission and the compile can both see one)."""
+    each problem once (admission and the compile can both see one; `one_per_problem`)."""
     out = list(found)
     seen = {(d.rule, d.field_path, d.locations) for d in out}
     for diag in compiled:
@@ -195,17 +198,18 @@ def _once(found: list[Diagnostic], compiled: Iterable[Diagnostic], doc: Document
         if key not in seen:
             seen.add(key)
             out.append(located)
-    return out
+    return one_per_problem(out)
 
 
 def _locate(diagnostics: Sequence[Diagnostic], doc: Document, runtime: Document | None,
             obj: ObjectRef) -> list[Diagnostic]:
-    """Step 4 for admission: each diagnostic at its field in the TrainJob or the runtime."""
+    """Step 4 for admission: each diagnostic at its field in the TrainJob or the runtime,
+    each problem once (`one_per_problem`: where two layers state one problem, the better)."""
     out = []
     for d in diagnostics:
         where = runtime if d.subject == "runtime" and runtime is not None else doc
         out.append(replace(d, obj=d.obj or obj).at(where.locate(d.path)))
-    return sorted(out, key=lambda d: (d.locations[0], d.rule, d.message))
+    return one_per_problem(sorted(out, key=lambda d: (d.locations[0], d.rule, d.message)))
 
 
 def _elsewhere(key: RuntimeKey, table: dict[RuntimeKey, RuntimeEntry]) -> list[Diagnostic]:

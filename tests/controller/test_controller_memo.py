@@ -51,7 +51,7 @@ def compiles(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     from compiler.pipeline import session
 
     seen: list[str] = []
-    real = session.compile_defaulted
+    from compiler.core.compile import compile_defaulted as real
 
     def counting(trainjob: Obj, runtime: Any, **kwargs: Any) -> Any:
         seen.append(trainjob["metadata"]["name"])
