@@ -18,7 +18,6 @@ from typing import Any, TextIO
 
 from compiler.cli import console
 from compiler.common.diagnostics import Diagnostic, Severity
-from compiler.validate import github, junit, report, sarif
 from compiler.validate.locations import BUILTIN_PREFIX, Context
 
 MARK = "@@tjc-items@@"
@@ -27,6 +26,18 @@ MARK = "@@tjc-items@@"
 def _nested(value: Any, depth: int) -> str:
     indent = "  " * depth
     return indent + json.dumps(value, indent=2, sort_keys=True).replace("\n", "\n" + indent)
+
+
+def _item(fmt: str, d: Diagnostic, context: Context) -> Any:
+    """A diagnostic as a JSON or SARIF report holds it (each format's module is imported only
+    when asked for: a text report needs none)."""
+    if fmt == "json":
+        from compiler.validate import report
+
+        return report.as_dict(d)
+    from compiler.validate import sarif
+
+    return sarif.result(d, context)
 
 
 def _only_builtin(d: Diagnostic) -> bool:
@@ -62,10 +73,12 @@ class Report:
         elif self.fmt == "text":
             self.out.write(console.line(d, self.colour) + "\n")
         elif self.fmt == "github":
+            from compiler.validate import github
+
             self.out.write(github.render([d], self.context))
         else:
             assert self.spool is not None
-            item = report.as_dict(d) if self.fmt == "json" else sarif.result(d, self.context)
+            item = _item(self.fmt, d, self.context)
             depth = 2 if self.fmt == "json" else 4
             self.spool.write(("" if sum(self.counts.values()) == 1 else ",\n")
                              + _nested(item, depth))
@@ -87,6 +100,8 @@ class Report:
                            f"{self.counts[Severity.WARNING]} warnings, "
                            f"{self.counts[Severity.NOTICE]} notices\n")
         if self.fmt == "junit":
+            from compiler.validate import junit
+
             self.out.write(junit.render(self.files, self.held, self._fails))
         if self.spool is None:
             return
@@ -107,4 +122,6 @@ class Report:
             summary = {s.value + "s": self.counts[s] for s in Severity}
             return lambda items: json.dumps({"diagnostics": items, "summary": summary},
                                             indent=2, sort_keys=True) + "\n"
+        from compiler.validate import sarif
+
         return lambda items: sarif.log(items, sorted(self.rules), context)

@@ -1,26 +1,27 @@
 """Blobs kept between runs under the user's cache folder, checked before they are used.
 
 Start-up work whose result is a pure function of the package (the built-in runtimes parsed,
-the CRDs' CEL rules compiled, the plugin order) is stored under `$XDG_CACHE_HOME` (or `~/.cache`)
-`/trainjob-compiler/<version>/<area>/<name>`, `<name>` being a digest of everything the
-result depends on, chosen by the caller. Each file starts with the sha256 of the rest: a
-truncated, corrupt or mixed-up file reads as absent, and the caller then does the work again,
-so the output never depends on the cache. `TJC_CACHE_DIR` moves the folder (`off` turns the
-cache off); a folder that cannot be read or written is ignored. The folder is trusted as much
-as the user's home is (whoever can write it can write the user's Python files too); nothing
-here is executed, every entry is data the caller checks for shape.
+the CRDs' CEL rules compiled, the plugin order, the policy packs' facts) is stored under
+`$XDG_CACHE_HOME` (or `~/.cache`) `/trainjob-compiler/<version>/<area>/<name>`, `<name>`
+being a digest of everything the result depends on, chosen by the caller. Each file starts
+with the BLAKE2b-256 digest of the rest (`compiler.common.digests`): a truncated, corrupt or
+mixed-up file reads as absent, and the caller then does the work again, so the output never
+depends on the cache. `TJC_CACHE_DIR` moves the folder (`off` turns the cache off); a folder
+that cannot be read or written is ignored. The folder is trusted as much as the user's home
+is (whoever can write it can write the user's Python files too); nothing here is executed,
+every entry is data the caller checks for shape.
 
-Called by `compiler.io.builtin`, `compiler.kube.cel` and `compiler.core.plugins.graph`; holds
-no knowledge of any.
+Called by `compiler.io.builtin`, `compiler.kube.cel`, `compiler.core.plugins.graph` and
+`compiler.policy.cache`; holds no knowledge of any.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 from pathlib import Path
 
+from compiler.common.digests import blake2b
 from compiler.version import __version__
 
 CACHE_ENV = "TJC_CACHE_DIR"
@@ -45,10 +46,10 @@ def folder(area: str) -> Path | None:
 
 def key(*parts: bytes | str) -> str:
     """A file name for an entry that depends on `parts` (and on the version)."""
-    digest = hashlib.sha256()
+    digest = blake2b(digest_size=_DIGEST)
     for part in (__version__, *parts):
         raw = part.encode() if isinstance(part, str) else part
-        digest.update(hashlib.sha256(raw).digest())
+        digest.update(blake2b(raw, digest_size=_DIGEST).digest())
     return digest.hexdigest()
 
 
@@ -72,7 +73,7 @@ def read(area: str, name: str) -> bytes | None:
     except OSError:
         return None
     payload = raw[_DIGEST:]
-    return payload if hashlib.sha256(payload).digest() == raw[:_DIGEST] else None
+    return payload if _checksum(payload) == raw[:_DIGEST] else None
 
 
 def write(area: str, name: str, payload: bytes) -> None:
@@ -84,8 +85,13 @@ def write(area: str, name: str, payload: bytes) -> None:
     temp = where / f".{name}.{os.getpid()}.tmp"
     try:
         where.mkdir(parents=True, exist_ok=True)
-        temp.write_bytes(hashlib.sha256(payload).digest() + payload)
+        temp.write_bytes(_checksum(payload) + payload)
         os.replace(temp, where / name)
     except OSError:
         with contextlib.suppress(OSError):
             temp.unlink(missing_ok=True)
+
+
+def _checksum(payload: bytes) -> bytes:
+    """What an entry is stored with, to be read back only whole and unchanged."""
+    return blake2b(payload, digest_size=_DIGEST).digest()

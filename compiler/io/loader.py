@@ -22,9 +22,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, overload
-
-import yaml
+from typing import TYPE_CHECKING, Any, BinaryIO, overload
 
 from compiler.common.diagnostics import Diagnostic, Location, error
 from compiler.common.diagnostics import Path as FieldPath
@@ -32,6 +30,7 @@ from compiler.common.errors import InputError
 from compiler.common.jsondata import Obj
 from compiler.io import fastload, kubectlstream
 from compiler.io.kubectlstream import BadSeparator, Part
+from compiler.io.lazyyaml import is_yaml_error
 from compiler.io.loadlimits import (
     MAX_NODES,
     expanded_limit,
@@ -40,7 +39,12 @@ from compiler.io.loadlimits import (
     too_deep_error,
 )
 from compiler.io.walkfilter import GITIGNORE, WalkFilter
-from compiler.io.yamlread import FAST_PLAIN, go_tags, loader_for
+from compiler.io.yamlplain import FAST_PLAIN
+
+if TYPE_CHECKING:
+    import yaml
+else:
+    from compiler.io.lazyyaml import yaml
 
 MAX_BYTES = 64 * 1024 * 1024
 SUFFIXES = (".yaml", ".yml", ".json")
@@ -130,8 +134,9 @@ def _compose_positions(text: str) -> Iterator[dict[FieldPath, tuple[int, int]]]:
     try:
         yield from fastload.with_fallback(fast, lambda: map(_table, yaml.compose_all(
             text, Loader=yaml.CSafeLoader)))
-    except yaml.YAMLError:
-        return
+    except Exception as exc:  # (not `except yaml.YAMLError`: see `is_yaml_error`)
+        if not is_yaml_error(exc):
+            raise
 
 
 def _part_positions(source: Source) -> Iterator[dict[FieldPath, tuple[int, int]]]:
@@ -247,7 +252,9 @@ def iter_source(source: Source) -> Iterator[Document | Diagnostic]:
     limit = expanded_limit(len(source.text)) if "*" in source.text else 0
     try:
         yield from _documents(source, limit)
-    except yaml.YAMLError as exc:
+    except Exception as exc:
+        if not is_yaml_error(exc):
+            raise
         yield _syntax_error(source, exc)
     if deep is not None:
         yield too_deep_error(deep[0]).at(Location(source.name, deep[1], deep[2]))
@@ -259,8 +266,7 @@ def _documents(source: Source, limit: int) -> Iterator[Document | Diagnostic]:
         return
     text = kubectlstream.ended(source.text)
     fast = None if limit else fastload.stream(text, FAST_PLAIN)
-    documents = fastload.with_fallback(fast, lambda: yaml.load_all(
-        go_tags(text), Loader=loader_for(text, aliases=bool(limit))))
+    documents = fastload.with_fallback(fast, lambda: _pyyaml(text, limit))
     for index, data in enumerate(documents):
         if data is not None:
             yield from _checked(Document({}, source, index), data, limit)
@@ -287,7 +293,9 @@ def _read_parts(source: Source) -> Iterator[Document | Diagnostic]:
         aliases = limit if "*" in part.text else 0
         try:
             data = _first_document(part, source.stream, aliases)
-        except yaml.YAMLError as exc:
+        except Exception as exc:
+            if not is_yaml_error(exc):
+                raise
             yield _syntax_error(source, exc, part)
             return
         if data is not None:
@@ -300,8 +308,15 @@ def _first_document(part: Part, stream: bool, limit: int) -> Any:
     _check_directives(part, stream)
     text = part.text
     fast = None if limit else fastload.stream(text, FAST_PLAIN)
-    return next(iter(fastload.with_fallback(fast, lambda: yaml.load_all(
-        go_tags(text), Loader=loader_for(text, aliases=bool(limit))))), None)
+    return next(iter(fastload.with_fallback(fast, lambda: _pyyaml(text, limit))), None)
+
+
+def _pyyaml(text: str, limit: int) -> Iterator[Any]:
+    """The documents of a text PyYAML's loaders read (`compiler.io.yamlread`), where the C
+    fast path does not: aliases, or a build without it."""
+    from compiler.io.yamlread import go_tags, loader_for
+
+    return yaml.load_all(go_tags(text), Loader=loader_for(text, aliases=bool(limit)))
 
 
 def _check_directives(part: Part, stream: bool) -> None:

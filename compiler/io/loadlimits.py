@@ -12,16 +12,17 @@ characters of keys and strings, or deeper than MAX_DEPTH, is refused. Pure; call
 from __future__ import annotations
 
 import re
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from compiler.common.diagnostics import Diagnostic, error
 
+if TYPE_CHECKING:
+    import yaml
+else:
+    from compiler.io.lazyyaml import yaml
+
 MAX_DEPTH = 100
 MAX_NODES = 1_000_000
-_OPEN = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
-_CLOSE = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
 
 
 def _could_be_deep(text: str) -> bool:
@@ -40,16 +41,18 @@ def too_deep(text: str) -> tuple[int, int, int] | None:
     if not _could_be_deep(text):
         return None
     depth, index = 0, -1
+    opening = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
+    closing = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
     try:
         for event in yaml.parse(text, Loader=yaml.CSafeLoader):
             if isinstance(event, yaml.DocumentStartEvent):
                 index += 1
-            elif isinstance(event, _OPEN):
+            elif isinstance(event, opening):
                 depth += 1
                 if depth > MAX_DEPTH:
                     mark = event.start_mark
                     return (index, mark.line + 1, mark.column + 1) if mark else (index, 1, 1)
-            elif isinstance(event, _CLOSE):
+            elif isinstance(event, closing):
                 depth -= 1
     except yaml.YAMLError:
         return None

@@ -10,13 +10,13 @@ the non-specific `!` as if it were plain (`! 1` would be 1; kubectl reads "1"), 
 may hold one is composed by PyYAML's composer over libyaml's events instead (`loader_for`);
 and libyaml ends a tag before `,`, `[` and `]` where go-yaml does not (`go_tags`).
 
-`FAST_PLAIN` hands the plain-scalar rules and their cache to the C fast path (`fastload`).
+Plain scalars' values come from `compiler.io.yamlplain`, shared with the C fast path; the loader
+imports this module only when a file needs PyYAML (`compiler.io.loader`).
 Called by `compiler.io.loader` only; reads no files.
 """
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable
 from typing import Any
@@ -25,7 +25,8 @@ import yaml
 from yaml.composer import Composer
 
 from compiler.common.jsondata import Obj
-from compiler.io import fastload, yamlscalars, yamltags
+from compiler.io import yamlscalars, yamltags
+from compiler.io.yamlplain import _PLAIN_VALUES, MISSING, plain
 from compiler.io.yamlscalars import Unrepresentable
 from compiler.io.yamltags import NON_SPECIFIC, TagMismatch
 
@@ -327,29 +328,3 @@ def _verbatim(text: str, start: int, handles: dict[str, str]) -> list[tuple[int,
     if prefix is None or "%" in prefix:
         return []
     return [(start, found.end(), f"!<{prefix}{suffix}>")]
-
-
-MISSING = object()
-_PLAIN_VALUES: dict[str, Any] = {}  # plain scalar text -> value, for texts seen before
-_PLAIN_LIMIT = 16384
-
-
-def plain(text: str) -> Any:
-    """The value of a plain scalar (an immutable str, number, bool or None), remembered per
-    text; `MISSING` when it has none JSON can carry (`_scalar` reports it)."""
-    value = _PLAIN_VALUES.get(text, MISSING)
-    if value is not MISSING:
-        return value
-    try:
-        value = yamlscalars.resolve_plain(text)
-    except Exception:  # the full path raises the marked error
-        return MISSING
-    if isinstance(value, float) and not math.isfinite(value):
-        return MISSING
-    if len(_PLAIN_VALUES) < _PLAIN_LIMIT:  # the recurring texts come early; keep them
-        _PLAIN_VALUES[text] = value
-    return value
-
-
-FAST_PLAIN = fastload.Plain(_PLAIN_VALUES, plain, MISSING, yamlscalars.WORDS,
-                            yamlscalars.NUMBER_STARTS)

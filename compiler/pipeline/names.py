@@ -7,12 +7,12 @@ input order; workers report what they met and the parent meets it. Pure.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from array import array
 from collections.abc import Callable, Iterable
 
 from compiler.common.diagnostics import Diagnostic, Location, ObjectRef, Severity
+from compiler.common.digests import blake2b
 from compiler.io.loader import Document, Source, SourceFiles
 
 Met = tuple[int, str, str, str, int, tuple[str | int, ...]]
@@ -42,7 +42,7 @@ class Names:
         namespace = meta.get("namespace") if isinstance(meta, dict) else None
         namespace = namespace if isinstance(namespace, str) else ""
         scope = "" if namespace else os.path.dirname(doc.source.name)
-        digest = int.from_bytes(hashlib.blake2b(
+        digest = int.from_bytes(blake2b(
             "\0".join((namespace, name, scope)).encode("utf-8", "surrogatepass"),
             digest_size=8).digest(), "big") or 1
         return digest, namespace, name, doc.source.name, doc.index, tuple(doc.base)

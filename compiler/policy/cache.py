@@ -3,7 +3,7 @@
 A pack's rule index, resolved settings, read set and syntax tree are a pure function of the
 pack file, the contract, the settings given and the evaluator library: they are stored as
 JSON in the start-up cache's `packs` area (`compiler.common.diskcache`: one folder, one
-checksum per entry, `TJC_CACHE_DIR` to move it or turn it off), named by the sha256 of all of
+checksum per entry, `TJC_CACHE_DIR` to move it or turn it off), named by a digest of all of
 these. Only packs that loaded without a problem are stored, so a broken pack is always
 reported by CUE; an entry that does not read back whole, or lacks a part, counts as absent.
 """

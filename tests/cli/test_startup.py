@@ -41,6 +41,10 @@ NOT_NEEDED = (
     "compiler.controller", "compiler.localrun", "compiler.io.sshkeys", "compiler.explain.explainer",
     "compiler.gitops.diffing", "compiler.gitops.krm", "compiler.gitops.passthrough",
     "compiler.render.pipeline",
+    # the C fast path reads the file: PyYAML (its reader compiles a large Unicode pattern
+    # at import), hashlib (which loads OpenSSL) and the other report formats are not needed
+    "yaml", "hashlib", "_hashlib", "compiler.io.yamlread", "compiler.validate.sarif",
+    "compiler.validate.junit", "compiler.validate.github", "xml.etree.ElementTree",
 )
 NEEDED = ("compiler.validate.documents", "compiler.core.compile", "compiler.policy.check",
           "compiler.kube.cel")

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from bench.corpus import stream as corpus_stream
 from compiler.common.diagnostics import Diagnostic
-from compiler.io import fastload, loader, yamlread
+from compiler.io import fastload, loader, yamlplain, yamlread
 from compiler.io.loadlimits import MAX_NODES
 from tests import goldenfile
 from tests.fuzz.strategies import FRAGMENTS
@@ -55,7 +55,7 @@ def _full(text: str) -> Any:
 
 
 def _fast(text: str) -> Any:
-    documents = fastload.stream(text, yamlread.FAST_PLAIN)
+    documents = fastload.stream(text, yamlplain.FAST_PLAIN)
     assert documents is not None
     try:
         return _typed(list(documents))

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import base64
 import functools
-import hashlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -206,6 +205,9 @@ def _z85(data: bytes) -> str:
 
 def _curve_cert(ctx: Context) -> str:
     # Imported here: only a Flux TrainJob's compile needs the key library (start-up cost).
+    # (hashlib too: it loads OpenSSL)
+    import hashlib
+
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import x25519
 
