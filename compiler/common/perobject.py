@@ -1,11 +1,13 @@
-"""Facts worked out once per object: a function of one (unhashable) object remembered by the
-object's identity.
+"""Facts worked out once per runtime, kept by the runtime object itself.
 
-Callers check many TrainJobs against one runtime document, whose facts (its typed template,
-the rules that apply to it) do not depend on the TrainJob. `per_object(f)` is `f`, computed
-once per object it is given; an entry keeps its object, so the object's id is not reused
-while it is remembered, and at most `LIMIT` objects are remembered (then it starts again).
-The objects must not change after their first use, as runtime documents do not. Pure.
+Callers check many TrainJobs against one runtime, whose facts (its typed template, the rules
+that apply to it, what the quirks need) do not depend on the TrainJob. Admission gives each
+runtime as an `Admitted` mapping (`compiler.core.admission.admit_runtime`), which owns a
+`facts` table: `per_object(f)` is `f`, computed once per `Admitted` object and kept in that
+object's table, so the facts live exactly as long as the runtime that holds them (the pipeline
+session's checked runtime, or the prepared runtime of a compile) and no table outside it grows.
+For any other mapping `f` is computed each time. An `Admitted` runtime must not change after
+its first use, as admitted runtimes do not. Pure.
 """
 
 from __future__ import annotations
@@ -15,22 +17,30 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 R = TypeVar("R")
-LIMIT = 256
+
+
+class Admitted(dict[str, Any]):
+    """A runtime as admission gives it, and the facts worked out from it (`facts`)."""
+
+    __slots__ = ("facts",)
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        super().__init__(data)
+        self.facts: dict[str, Any] = {}
 
 
 def per_object(function: Callable[[Any], R]) -> Callable[[Any], R]:
-    """`function`, remembered per argument object (by identity)."""
-    remembered: dict[int, tuple[Any, R]] = {}
+    """`function`, kept in its argument's `facts` when that is an `Admitted` runtime."""
+    name = f"{function.__module__}.{function.__qualname__}"
 
     @functools.wraps(function)
     def once(obj: Any) -> R:
-        hit = remembered.get(id(obj))
-        if hit is not None and hit[0] is obj:
-            return hit[1]
-        if len(remembered) > LIMIT:
-            remembered.clear()
-        value = function(obj)
-        remembered[id(obj)] = (obj, value)
-        return value
+        facts = obj.facts if isinstance(obj, Admitted) else None
+        if facts is None:
+            return function(obj)
+        if name not in facts:
+            facts[name] = function(obj)
+        found: R = facts[name]
+        return found
 
     return once

@@ -17,6 +17,7 @@ from typing import Any
 
 from compiler.common.diagnostics import Diagnostic, Path, Severity, error, refused
 from compiler.common.jsondata import Obj, copy_json, get_path, non_string_key
+from compiler.common.perobject import Admitted
 from compiler.core import webhook
 from compiler.core.context import may_take_resources
 from compiler.core.resolve import RUNTIME_KINDS
@@ -143,7 +144,7 @@ def admit_runtime(runtime: Mapping[str, Any], old: Mapping[str, Any] | None = No
     if bad_key is not None:
         return {}, [bad_key]
     data, found = check_object(kind, runtime, old, fields)
-    typed = well_typed(data, found)
+    typed = Admitted(well_typed(data, found))  # (owns the facts the rules work out of it)
     found += webhook.validate_runtime(typed, old=dict(old) if old is not None else None)
     found += podspec.refusals(kind, typed)
     return typed, [_about_runtime(d) for d in found]
