@@ -48,9 +48,9 @@ def register(verbs: Any) -> None:
                        help="watch one namespace only")
     scope.add_argument("--all-namespaces", action="store_true",
                        help="watch every namespace (the default)")
-    parser.add_argument("--workers", type=_bounded(1, 1024), default=4, metavar="N",
+    parser.add_argument("--workers", type=bounded(1, 1024), default=4, metavar="N",
                         help="TrainJobs reconciled at once (default 4)")
-    parser.add_argument("--metrics-port", type=_bounded(0, 65535), default=8080, metavar="P",
+    parser.add_argument("--metrics-port", type=bounded(0, 65535), default=8080, metavar="P",
                         help="port of /metrics, /healthz and /readyz (default 8080)")
     parser.add_argument("--leader-elect", action="store_true",
                         help="reconcile only while holding the Lease tjc-controller (in "
@@ -60,7 +60,7 @@ def register(verbs: Any) -> None:
     parser.set_defaults(func=run)
 
 
-def _bounded(low: int, high: int) -> Callable[[str], int]:
+def bounded(low: int, high: int) -> Callable[[str], int]:
     """An argparse type: an integer from low to high (a usage error otherwise, not a crash
     once the controller is running)."""
     def parse(text: str) -> int:
@@ -88,7 +88,7 @@ def _namespace(text: str) -> str:
 # The modules of the `[controller]` extra (pyproject.toml), checked before the controller is
 # imported: without them `tjc controller` says how to install them instead of a traceback.
 EXTRA_MODULES = ("kubernetes", "urllib3")
-HINT = ("tjc controller needs the controller extra ({missing} is not installed): "
+HINT = ("tjc {verb} needs the controller extra ({missing} is not installed): "
         "pip install 'trainjob-compiler[controller]'")
 
 
@@ -110,13 +110,14 @@ def run(args: argparse.Namespace) -> int:
     """Start the controller."""
     missing = missing_extra()
     if missing is not None:
-        print(f"tjc controller: error: {HINT.format(missing=missing)}", file=sys.stderr)
+        hint = HINT.format(verb="controller", missing=missing)
+        print(f"tjc controller: error: {hint}", file=sys.stderr)
         return 2
     from compiler.controller.kubeconfig import KubeconfigError
     from compiler.controller.manager import Options, StartupError
     from compiler.controller.manager import run as run_controller
 
-    policies = _live_policies(args)
+    policies = live_policies(args)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(message)s")
     options = Options(kubeconfig=args.kubeconfig, namespace=args.namespace,
@@ -129,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
 
 
-def _live_policies(args: argparse.Namespace) -> LivePolicies | None:
+def live_policies(args: argparse.Namespace) -> LivePolicies | None:
     """The policy set the options ask for (a setup error here stops the start, exit 2),
     built again the same way whenever the settings files change; None without packs."""
     from compiler.controller.livepolicy import LivePolicies

@@ -15,7 +15,7 @@ from __future__ import annotations
 import datetime
 from typing import TYPE_CHECKING
 
-from compiler.common.diagnostics import Diagnostic, Severity
+from compiler.common.diagnostics import Diagnostic, ObjectRef, Severity, with_object
 from compiler.common.jsondata import Obj
 from compiler.core.admission import admit_runtime, check_object
 from compiler.core.compile import CompileResult
@@ -38,21 +38,37 @@ def refusals(result: CompileResult, trainjob: Obj, runtime: Obj | list[Diagnosti
     """The errors that keep the TrainJob from being built: the compile's own, else the
     policy denies (none when no policy set is configured), exemptions judged on `today`.
     `runtime` is the runtime, or what `runtime_findings` said of it."""
-    errors = [d for d in result.diagnostics if d.severity is Severity.ERROR]
-    if errors or policies is None:
-        return errors
+    return [d for d in findings(result, trainjob, runtime, policies, today)
+            if d.severity is Severity.ERROR]
+
+
+def findings(result: CompileResult, trainjob: Obj, runtime: Obj | list[Diagnostic],
+             policies: PolicySet | None, today: datetime.date) -> list[Diagnostic]:
+    """Everything said of the TrainJob, of which `refusals` are the errors: the compile's
+    diagnostics, then (when it has no error) the policy packs' of the TrainJob, its runtime
+    and the compiled JobSet (these naming the JobSet as their object), warnings and the
+    notices of exemptions used among them (what the admission webhook answers with)."""
+    found = list(result.diagnostics)
+    if policies is None or any(d.severity is Severity.ERROR for d in found):
+        return found
     # the TrainJob the compile admitted and defaulted (as validate's policies see it): not
     # admitted a second time
     admitted = result.origins.input("trainjob") if result.origins is not None else None
     tj = admitted if admitted is not None else check_object("TrainJob", trainjob)[0]
-    found = [v.diagnostic() for v in policies.check("TrainJob", tj, today=today)]
+    found += [v.diagnostic() for v in policies.check("TrainJob", tj, today=today)]
     found += runtime if isinstance(runtime, list) else \
         runtime_findings(runtime, policies, today)
     for obj in result.objects:
         if obj.get("kind") == "JobSet":
-            found += [v.diagnostic() for v in policies.check("JobSet", obj, tj, today=today)]
-    found += policies.errors
-    return [d for d in found if d.severity is Severity.ERROR]
+            found += with_object([v.diagnostic() for v in policies.check(
+                "JobSet", obj, tj, today=today)], _ref(obj))
+    return found + policies.errors
+
+
+def _ref(obj: Obj) -> ObjectRef:
+    meta = obj.get("metadata") or {}
+    return ObjectRef(str(obj.get("kind", "")), str(meta.get("name", "")),
+                     str(meta.get("namespace") or ""))
 
 
 def message(errors: list[Diagnostic]) -> str:
