@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from pathlib import Path
 from typing import Any
 
 from compiler.cli import controller_cmd, policy_opts
@@ -58,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     from compiler.controller.kube import Kube, client_from_kubeconfig
     from compiler.controller.kubeconfig import KubeconfigError
+    from compiler.controller.servingcert import CertificateError, ServingCertificate
     from compiler.controller.webhookserver import StartupError
     from compiler.controller.webhookserver import run as serve
 
@@ -65,8 +67,9 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(message)s")
     try:
-        return serve(Kube(client_from_kubeconfig(args.kubeconfig)), args.tls_dir, args.port,
-                     policies)
-    except (KubeconfigError, StartupError) as exc:
+        certificate = ServingCertificate(Path(args.tls_dir))
+        kube = Kube(client_from_kubeconfig(args.kubeconfig))
+        return serve(kube, certificate, args.port, policies)
+    except (CertificateError, KubeconfigError, StartupError) as exc:
         print(f"tjc webhook: error: {exc}", file=sys.stderr)
         return 2

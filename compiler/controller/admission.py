@@ -6,8 +6,9 @@ server would: the controller cannot rely on a webhook being installed). Then the
 controller was started with (`tjc controller --policy`, `--no-default-policies`,
 `--policy-values`, as `livepolicy` holds them at the time) run on the TrainJob, its runtime
 and the compiled JobSet; a deny (after the exemptions of the policy settings, whose expiry is
-judged on the `today` of this decision) is a refusal too. Called by `reconcile`; pure apart
-from the evaluator the policy set holds.
+judged on the `today` of this decision) is a refusal too. Called by `reconcile` and, for the
+admission webhook, by `judge` (`findings`: the warnings too); pure apart from the evaluator
+the policy set holds.
 """
 
 from __future__ import annotations

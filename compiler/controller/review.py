@@ -100,9 +100,10 @@ def warnings(diagnostics: Sequence[Diagnostic], subject: ObjectRef) -> list[str]
     total = 0
     for d in diagnostics:
         if d.severity is Severity.WARNING:
-            text = _line(d, _where(d, subject))
+            text = _line(d, "", _where(d, subject))
         elif d.suppression is not None:
-            text = _line(d, f"exempted by {d.suppression.justification}: {_where(d, subject)}")
+            lead = one_line(f"exempted by {d.suppression.justification}: ")
+            text = _line(d, _squeeze(lead, WARNING_CHARS // 3), _where(d, subject))
         else:
             continue
         total += len(text)
@@ -112,12 +113,12 @@ def warnings(diagnostics: Sequence[Diagnostic], subject: ObjectRef) -> list[str]
     return out
 
 
-def _line(d: Diagnostic, prefix: str) -> str:
-    """`prefix message [rule]` in at most `WARNING_CHARS`: a long prefix (a deep field
-    path) loses its middle, then the message its end; the rule id stays whole."""
+def _line(d: Diagnostic, lead: str, where: str) -> str:
+    """`lead where message [rule]` in at most `WARNING_CHARS`: a long `where` (a deep field
+    path) loses its middle, then the message its end; the lead and the rule id stay whole."""
     tail = one_line(f" [{d.rule}]")[:WARNING_CHARS // 4]
     text = one_line(d.message)
-    head = _squeeze(one_line(prefix), WARNING_CHARS - len(tail) - min(len(text), 64))
+    head = lead + _squeeze(where, WARNING_CHARS - len(lead) - len(tail) - min(len(text), 64))
     room = WARNING_CHARS - len(head) - len(tail)
     if len(text) > room:
         text = text[:room - 3] + "..."

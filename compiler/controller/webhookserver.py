@@ -150,19 +150,13 @@ class StartupError(RuntimeError):
     """The webhook cannot start (a usage error, exit 2)."""
 
 
-def run(kube: Any, tls_dir: str, port: int, policies: Any,
+def run(kube: Any, certificate: ServingCertificate, port: int, policies: Any,
         stop: threading.Event | None = None) -> int:
     """Watch the runtimes, serve until SIGTERM/SIGINT (or `stop`), return 0."""
     import signal
-    from pathlib import Path
 
     from compiler.controller.judge import Runtimes
-    from compiler.controller.servingcert import CertificateError
 
-    try:
-        certificate = ServingCertificate(Path(tls_dir))
-    except CertificateError as exc:
-        raise StartupError(str(exc)) from None
     runtimes = Runtimes(kube)
     try:
         server = start(Judge(runtimes, policies), certificate, port, ready=runtimes.synced)

@@ -61,7 +61,8 @@ def documents(path: Path) -> tuple[dict[str, Any], ...]:
 def manifests() -> list[Path]:
     return sorted(p for p in DEPLOY.rglob("*.yaml") if p.name != "kustomization.yaml"
                   and "argocd" not in p.parts  # deploy/argocd: an Argo CD component
-                  and "helm" not in p.parts)  # deploy/helm: Helm's post-renderer plugin
+                  and "helm" not in p.parts  # deploy/helm: Helm's post-renderer plugin
+                  and "webhook" not in p.parts)  # deploy/webhook: its own kustomization
 
 
 def kustomization() -> dict[str, Any]:
