@@ -50,11 +50,14 @@ class WebhookServer(ThreadingHTTPServer):
         """Make the TLS handshake (in the connection's thread), then serve the connection."""
         request.settimeout(HANDSHAKE_SECONDS)
         request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        began = time.perf_counter()
         try:
             tls = self.certificate.current().wrap_socket(request, server_side=True)
         except (OSError, ssl.SSLError) as exc:  # a port scan, a client that gave up
             LOG.debug("TLS handshake with %s failed: %s", client_address, exc)
             return
+        LOG.debug("connection from %s, TLS handshake in %.1f ms", client_address,
+                  (time.perf_counter() - began) * 1000)
         try:
             tls.settimeout(IDLE_SECONDS)
             _Handler(tls, client_address, self)
