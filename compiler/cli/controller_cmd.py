@@ -21,6 +21,7 @@ examples:
   tjc controller --kubeconfig kind.yaml --namespace team-a
   tjc controller --all-namespaces --leader-elect --workers 8
   tjc controller --policy /etc/tjc/policies --policy-values /etc/tjc/values.yaml
+  tjc controller --policy-reports                  PolicyReports for Policy Reporter
 
 Before it builds, every TrainJob goes through admission (schema, CEL and webhook rules) and the
 policy packs (the built-in ones unless --no-default-policies, plus --policy folders, with the
@@ -28,7 +29,10 @@ exemptions of --policy-values); one that fails gets the Failed condition and no 
 --policy-values file and the --policy folders are read again when they change (a mounted
 ConfigMap updated in place); a version that does not load keeps the last good settings (an
 error log line, and a Warning event on the controller's Pod). Exemptions expire on the day of
-each decision, not of the start.
+each decision, not of the start. With --policy-reports, each namespace gets a PolicyReport
+named trainjob-compiler (the ClusterTrainingRuntimes a ClusterPolicyReport): per object and
+rule, pass, fail, warn or skip (exempted), written again when an object, its runtime, the
+settings or the day change.
 
 Serves Prometheus metrics on /metrics and probes on /healthz and /readyz (--metrics-port).
 exit codes: 0 stopped by a signal, 1 lost the leader lease, 2 usage error (also: no usable
@@ -55,6 +59,10 @@ def register(verbs: Any) -> None:
     parser.add_argument("--leader-elect", action="store_true",
                         help="reconcile only while holding the Lease tjc-controller (in "
                         "$POD_NAMESPACE, else default)")
+    parser.add_argument("--policy-reports", action="store_true",
+                        help="keep a PolicyReport (wgpolicyk8s.io/v1alpha2) per namespace, and "
+                        "a ClusterPolicyReport, with what the admission and the policy packs "
+                        "say of every TrainJob and runtime (the CRDs must be installed)")
     parser.add_argument("-v", "--verbose", action="store_true", help="log every retry")
     policy_opts.add_arguments(parser)
     parser.set_defaults(func=run)
@@ -122,7 +130,8 @@ def run(args: argparse.Namespace) -> int:
                         format="%(asctime)s %(levelname)s %(message)s")
     options = Options(kubeconfig=args.kubeconfig, namespace=args.namespace,
                       workers=args.workers, metrics_port=args.metrics_port,
-                      leader_elect=args.leader_elect, policies=policies)
+                      leader_elect=args.leader_elect, policies=policies,
+                      policy_reports=args.policy_reports)
     try:
         return run_controller(options)
     except (KubeconfigError, StartupError) as exc:

@@ -47,10 +47,11 @@ KINDS = ("TrainJob", *RUNTIME_KINDS)
 class Runtimes:
     """The runtimes in the cluster: informers' stores, and a GET for one not seen yet."""
 
-    def __init__(self, kube: Kube, watch: bool = True) -> None:
+    def __init__(self, kube: Kube, watch: bool = True,
+                 handler: Callable[[str, Obj], None] = lambda *_: None) -> None:
         self.kube = kube
         self.informers = {
-            res.kind: Informer(kube, res, None, lambda *_: None)
+            res.kind: Informer(kube, res, None, handler)
             for res in (TRAINING_RUNTIME, CLUSTER_RUNTIME)} if watch else {}
 
     def start(self) -> None:

@@ -1,19 +1,25 @@
-"""The webhook's manifests in `deploy/webhook/`, checked without a cluster: every file listed
-once; the configuration sends creates and updates of the three Trainer kinds to the Service's
-/validate, failing closed, within a timeout, skipping opted-out namespaces; the Service, the
-Deployment's port and arguments (parsed by `tjc webhook`'s own parser), the Secret mounted at
---tls-dir and cert-manager's Certificate and CA injection agree; the ClusterRole grants
-exactly what the webhook reads. (tests/e2e/test_webhook.py registers this configuration.)"""
+"""The webhook's manifests in `deploy/webhook/`, and the policy reports' component in
+`deploy/policyreports/`, checked without a cluster: every file listed once; the configuration
+sends creates and updates of the three Trainer kinds to the Service's /validate, failing
+closed, within a timeout, skipping opted-out namespaces; the Service, the Deployment's port
+and arguments (parsed by `tjc webhook`'s own parser), the Secret mounted at --tls-dir and
+cert-manager's Certificate and CA injection agree; the ClusterRole grants exactly what the
+webhook reads; the component turns on `--policy-reports` and grants what it writes.
+(tests/e2e/test_webhook.py registers this configuration.)"""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from compiler.cli.main import build_parser
 from tests.controller.test_deploy import IMAGE, NAMESPACE, documents, grants
 
-WEBHOOK = Path(__file__).resolve().parents[2] / "deploy" / "webhook"
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
+WEBHOOK = DEPLOY / "webhook"
+REPORTS = DEPLOY / "policyreports"
 ACCOUNT = "tjc-webhook"
 GRANTS = {
     *(("trainer.kubeflow.org", r, v) for r in ("trainingruntimes", "clustertrainingruntimes")
@@ -104,3 +110,30 @@ def test_cluster_role_grants_exactly_what_the_webhook_reads() -> None:
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": ACCOUNT,
                                     "namespace": NAMESPACE}]
     assert one("ServiceAccount")["metadata"] == {"name": ACCOUNT, "namespace": NAMESPACE}
+
+
+def test_policy_reports_component_turns_them_on_with_their_grants() -> None:
+    component = documents(REPORTS / "kustomization.yaml")[0]
+    assert component["kind"] == "Component"
+    listed = sorted(REPORTS / name for name in component["resources"])
+    assert listed == sorted(p for p in REPORTS.rglob("*.yaml") if p.name != "kustomization.yaml")
+    kinds = {doc["spec"]["names"]["kind"] for name in component["resources"]
+             for doc in documents(REPORTS / name) if doc["kind"] == "CustomResourceDefinition"}
+    assert kinds == {"PolicyReport", "ClusterPolicyReport"}
+    [patch] = component["patches"]
+    assert patch["target"] == {"kind": "Deployment", "name": "tjc-controller"}
+    [op] = yaml.safe_load(patch["patch"])
+    assert op["value"] == "--policy-reports"
+    assert build_parser("controller").parse_args(["controller", op["value"]]).policy_reports
+    [role] = [d for name in component["resources"] for d in documents(REPORTS / name)
+              if d["kind"] == "ClusterRole"]
+    assert grants(role["rules"]) == {
+        *(("trainer.kubeflow.org", r, v) for r in ("trainingruntimes", "clustertrainingruntimes")
+          for v in ("get", "list", "watch")),
+        *(("wgpolicyk8s.io", r, v) for r in ("policyreports", "clusterpolicyreports")
+          for v in ("get", "create", "patch"))}
+    [binding] = [d for name in component["resources"] for d in documents(REPORTS / name)
+                 if d["kind"] == "ClusterRoleBinding"]
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "tjc-controller",
+                                    "namespace": NAMESPACE}]
