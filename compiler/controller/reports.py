@@ -10,8 +10,8 @@ found in its runtime's template is the runtime's to report: its own judgement fi
 findings become results (`compiler.io.policyreport`); each namespace whose results
 changed gets its report applied (server-side apply, the report whole) at most every
 `interval` seconds, and the ClusterTrainingRuntimes a `ClusterPolicyReport`. A report that
-cannot be written (its CRD not installed, the namespace going away) is logged and tried
-again at the next change.
+cannot be written (its CRD not installed yet) is logged once and tried again every
+`interval`, while its namespace has objects.
 
 Judging runs in a thread of its own, never in a reconcile: reports never slow the building
 of JobSets. Started and fed by `manager`.
@@ -59,6 +59,7 @@ class PolicyReports:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._judged_with: tuple[int, datetime.date] | None = None
+        self._failed: dict[str, str] = {}  # namespace: why its report was not written
         self.applied = 0  # reports written
 
     # -- events ----------------------------------------------------------------------
@@ -189,9 +190,15 @@ class PolicyReports:
             try:
                 self.kube.apply(made)
                 self.applied += 1
+                self._failed.pop(namespace, None)
             except ApiError as exc:
-                LOG.warning("policy report of %s not written: %s",
-                            namespace or "the cluster", exc)
+                if self._failed.get(namespace) != str(exc):
+                    LOG.warning("policy report of %s not written: %s",
+                                namespace or "the cluster", exc)
+                self._failed[namespace] = str(exc)
+                if entries:  # (tried again at the next pass; a namespace emptied is let go)
+                    with self._lock:
+                        self._dirty.add(namespace)
 
 
 def _day(now: float) -> datetime.date:
