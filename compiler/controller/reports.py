@@ -107,12 +107,17 @@ class PolicyReports:
         while not self._stop.is_set():
             self._wake.wait(self.interval)
             self._wake.clear()
-            self._settings_changed()
-            with self._lock:
-                pending, self._pending = self._pending, set()
-            for key in sorted(pending, key=lambda k: (k[0] == "TrainJob", k)):
-                self._judge(key)  # (runtimes first: a TrainJob's passes read its runtime's)
-            self.flush()
+            self.step()
+
+    def step(self) -> None:
+        """One pass: judge what is pending (all of it after new settings or a new day),
+        then write the reports that changed."""
+        self._settings_changed()
+        with self._lock:
+            pending, self._pending = self._pending, set()
+        for key in sorted(pending, key=lambda k: (k[0] == "TrainJob", k)):
+            self._judge(key)  # (runtimes first: a TrainJob's passes read its runtime's)
+        self.flush()
 
     def _settings_changed(self) -> None:
         """After a new version of the policy settings, or at a new day: all again."""

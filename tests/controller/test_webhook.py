@@ -320,3 +320,63 @@ def test_an_operation_the_webhook_does_not_judge_is_allowed_with_its_uid() -> No
     assert json.loads(review.dumps(review.allow(request))) == {
         "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
         "response": {"uid": "abc", "allowed": True}}
+
+
+# --- the controller's policy reports ----------------------------------------------------
+
+
+class _Store:
+    """A TrainJob informer's store."""
+
+    def __init__(self) -> None:
+        self.objects: dict[tuple[str, str], Obj] = {}
+
+    def get(self, namespace: str, name: str) -> Obj | None:
+        return self.objects.get((namespace, name))
+
+    def items(self) -> list[Obj]:
+        return list(self.objects.values())
+
+
+def test_controller_reports_follow_trainjobs_and_the_settings(packs: list[Any],
+                                                              tmp_path: Path) -> None:
+    from compiler.controller.kube import POLICY_REPORT
+    from compiler.controller.livepolicy import LivePolicies
+    from compiler.controller.reports import PolicyReports
+
+    values = tmp_path / "values.yaml"
+    values.write_text("{}\n")
+    exempt = {"now": False}
+    live = LivePolicies(_policies(packs), lambda: _policies(
+        packs, ["ns"] if exempt["now"] else []), [values])
+    kube, store = _kube(), _Store()
+    reports = PolicyReports(kube, store, live, clock=lambda: NOW)  # type: ignore[arg-type]
+    for job in (_trainjob("privileged", runtimePatches=copy.deepcopy(PRIVILEGED)),
+                _trainjob("fine")):
+        store.objects[("ns", job["metadata"]["name"])] = job
+        reports.trainjob_event("ADDED", job)
+    reports.step()
+
+    def results() -> dict[str, set[tuple[str, str]]]:
+        report = kube.get(POLICY_REPORT, "ns", "trainjob-compiler")
+        assert report is not None
+        out: dict[str, set[tuple[str, str]]] = {}
+        for r in report["results"]:
+            out.setdefault(r["result"], set()).update(
+                (res["name"], r["rule"]) for res in r["resources"])
+        return out
+
+    assert ("privileged", "security.privileged") in results()["fail"]
+    assert ("fine", "security.privileged") in results()["pass"]
+    written = reports.applied
+    reports.step()  # nothing changed: nothing written
+    assert reports.applied == written
+    exempt["now"] = True
+    values.write_text("# a new version\n{}\n")
+    reports.step()  # new settings: all judged again
+    assert ("privileged", "security.privileged") in results()["skip"]
+    gone = store.objects.pop(("ns", "privileged"))
+    reports.trainjob_event("DELETED", gone)
+    reports.step()
+    assert "skip" not in results() and "fail" not in results()
+    assert {name for pairs in results().values() for name, _ in pairs} == {"fine"}
