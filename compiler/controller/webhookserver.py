@@ -39,6 +39,7 @@ class WebhookServer(ThreadingHTTPServer):
 
     daemon_threads = True
     block_on_close = False
+    request_queue_size = 128  # the API server opens many connections at once (default 5)
 
     def __init__(self, address: tuple[str, int], judge: Judge,
                  certificate: ServingCertificate,
