@@ -17,8 +17,9 @@ update of an object being deleted (its finalizers taken away) is not judged: a p
 changed since must not keep it from going.
 
 The prepared runtime and the packs' findings on it are kept per runtime version (`memo`), as
-the reconcile keeps them. Called by `webhookserver`; reads the cluster only through `Kube`
-and the informers' stores.
+the reconcile keeps them. Called by `webhookserver`, and by `reports` (the controller's
+policy reports judge every object so); reads the cluster only through `Kube` and the
+informers' stores.
 """
 
 from __future__ import annotations

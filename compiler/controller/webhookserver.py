@@ -20,13 +20,18 @@ import threading
 import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compiler.common.diagnostics import Diagnostic, one_line
 from compiler.common.jsondata import Obj
 from compiler.controller import review
 from compiler.controller.judge import Judge
 from compiler.controller.servingcert import ServingCertificate
+
+if TYPE_CHECKING:
+    from compiler.controller.kube import Kube
+    from compiler.controller.livepolicy import LivePolicies
+    from compiler.policy.engine import PolicySet
 
 LOG = logging.getLogger("tjc.webhook")
 PATH = "/validate"
@@ -154,8 +159,8 @@ class StartupError(RuntimeError):
     """The webhook cannot start (a usage error, exit 2)."""
 
 
-def run(kube: Any, certificate: ServingCertificate, port: int, policies: Any,
-        stop: threading.Event | None = None) -> int:
+def run(kube: Kube, certificate: ServingCertificate, port: int,
+        policies: PolicySet | LivePolicies | None, stop: threading.Event | None = None) -> int:
     """Watch the runtimes, serve until SIGTERM/SIGINT (or `stop`), return 0."""
     import signal
 
