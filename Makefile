@@ -121,6 +121,11 @@ bench: setup
 bench-controllers: setup e2e-binaries
 	$(BIN)/python -m bench.controllers
 
+# 50 concurrent TrainJob creates on the local API server, `tjc webhook` on versus off.
+.PHONY: bench-webhook
+bench-webhook: setup e2e-binaries
+	$(BIN)/python -m bench.webhook
+
 # The long fuzz campaign (the suite runs a derandomized sample): FUZZ_DOCUMENTS inputs through
 # validate, render and explain, each run under a memory cap and time limit; prints the count.
 FUZZ_DOCUMENTS ?= 1000000

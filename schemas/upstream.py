@@ -43,6 +43,29 @@ def module_dir(module: str) -> Path:
     return Path(info["Dir"])
 
 
+@functools.cache
+def pinned_dir(module: str, version: str, checksum: str) -> Path:
+    """The folder of `module` at `version`, a module not in `schemas/gotypes/go.mod` (its
+    requirements would move the pinned ones): downloaded by version and checked against
+    `checksum` (go.sum's `h1:` hash of the module's files)."""
+    go = shutil.which("go")
+    if go is None:
+        raise UpstreamError("go not found; the pinned upstream modules need Go")
+    env = {**os.environ, "GOFLAGS": "-mod=readonly", "GO111MODULE": "on"}
+    out = subprocess.run([go, "mod", "download", "-json", f"{module}@{version}"],
+                         cwd=GOMOD_DIR, env=env, capture_output=True, text=True, check=False)
+    try:
+        info = json.loads(out.stdout or "{}")
+    except ValueError:
+        info = {}
+    if out.returncode != 0 or "Dir" not in info:
+        raise UpstreamError(f"go mod download {module}@{version} failed: "
+                            f"{info.get('Error') or out.stderr.strip()}")
+    if info.get("Sum") != checksum:
+        raise UpstreamError(f"{module}@{version}: checksum {info.get('Sum')}, pinned {checksum}")
+    return Path(info["Dir"])
+
+
 def version(module: str) -> str:
     """The version `schemas/gotypes/go.mod` pins `module` at."""
     for line in (GOMOD_DIR / "go.mod").read_text(encoding="utf-8").splitlines():

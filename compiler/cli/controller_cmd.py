@@ -21,6 +21,7 @@ examples:
   tjc controller --kubeconfig kind.yaml --namespace team-a
   tjc controller --all-namespaces --leader-elect --workers 8
   tjc controller --policy /etc/tjc/policies --policy-values /etc/tjc/values.yaml
+  tjc controller --policy-reports                  PolicyReports for Policy Reporter
 
 Before it builds, every TrainJob goes through admission (schema, CEL and webhook rules) and the
 policy packs (the built-in ones unless --no-default-policies, plus --policy folders, with the
@@ -28,7 +29,10 @@ exemptions of --policy-values); one that fails gets the Failed condition and no 
 --policy-values file and the --policy folders are read again when they change (a mounted
 ConfigMap updated in place); a version that does not load keeps the last good settings (an
 error log line, and a Warning event on the controller's Pod). Exemptions expire on the day of
-each decision, not of the start.
+each decision, not of the start. With --policy-reports, each namespace gets a PolicyReport
+named trainjob-compiler (the ClusterTrainingRuntimes a ClusterPolicyReport): per object and
+rule, pass, fail, warn or skip (exempted), written again when an object, its runtime, the
+settings or the day change.
 
 Serves Prometheus metrics on /metrics and probes on /healthz and /readyz (--metrics-port).
 exit codes: 0 stopped by a signal, 1 lost the leader lease, 2 usage error (also: no usable
@@ -48,19 +52,23 @@ def register(verbs: Any) -> None:
                        help="watch one namespace only")
     scope.add_argument("--all-namespaces", action="store_true",
                        help="watch every namespace (the default)")
-    parser.add_argument("--workers", type=_bounded(1, 1024), default=4, metavar="N",
+    parser.add_argument("--workers", type=bounded(1, 1024), default=4, metavar="N",
                         help="TrainJobs reconciled at once (default 4)")
-    parser.add_argument("--metrics-port", type=_bounded(0, 65535), default=8080, metavar="P",
+    parser.add_argument("--metrics-port", type=bounded(0, 65535), default=8080, metavar="P",
                         help="port of /metrics, /healthz and /readyz (default 8080)")
     parser.add_argument("--leader-elect", action="store_true",
                         help="reconcile only while holding the Lease tjc-controller (in "
                         "$POD_NAMESPACE, else default)")
+    parser.add_argument("--policy-reports", action="store_true",
+                        help="keep a PolicyReport (wgpolicyk8s.io/v1alpha2) per namespace, and "
+                        "a ClusterPolicyReport, with what the admission and the policy packs "
+                        "say of every TrainJob and runtime (the CRDs must be installed)")
     parser.add_argument("-v", "--verbose", action="store_true", help="log every retry")
     policy_opts.add_arguments(parser)
     parser.set_defaults(func=run)
 
 
-def _bounded(low: int, high: int) -> Callable[[str], int]:
+def bounded(low: int, high: int) -> Callable[[str], int]:
     """An argparse type: an integer from low to high (a usage error otherwise, not a crash
     once the controller is running)."""
     def parse(text: str) -> int:
@@ -88,7 +96,7 @@ def _namespace(text: str) -> str:
 # The modules of the `[controller]` extra (pyproject.toml), checked before the controller is
 # imported: without them `tjc controller` says how to install them instead of a traceback.
 EXTRA_MODULES = ("kubernetes", "urllib3")
-HINT = ("tjc controller needs the controller extra ({missing} is not installed): "
+HINT = ("tjc {verb} needs the controller extra ({missing} is not installed): "
         "pip install 'trainjob-compiler[controller]'")
 
 
@@ -110,18 +118,20 @@ def run(args: argparse.Namespace) -> int:
     """Start the controller."""
     missing = missing_extra()
     if missing is not None:
-        print(f"tjc controller: error: {HINT.format(missing=missing)}", file=sys.stderr)
+        hint = HINT.format(verb="controller", missing=missing)
+        print(f"tjc controller: error: {hint}", file=sys.stderr)
         return 2
     from compiler.controller.kubeconfig import KubeconfigError
     from compiler.controller.manager import Options, StartupError
     from compiler.controller.manager import run as run_controller
 
-    policies = _live_policies(args)
+    policies = live_policies(args)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(message)s")
     options = Options(kubeconfig=args.kubeconfig, namespace=args.namespace,
                       workers=args.workers, metrics_port=args.metrics_port,
-                      leader_elect=args.leader_elect, policies=policies)
+                      leader_elect=args.leader_elect, policies=policies,
+                      policy_reports=args.policy_reports)
     try:
         return run_controller(options)
     except (KubeconfigError, StartupError) as exc:
@@ -129,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
 
 
-def _live_policies(args: argparse.Namespace) -> LivePolicies | None:
+def live_policies(args: argparse.Namespace) -> LivePolicies | None:
     """The policy set the options ask for (a setup error here stops the start, exit 2),
     built again the same way whenever the settings files change; None without packs."""
     from compiler.controller.livepolicy import LivePolicies

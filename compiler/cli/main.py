@@ -19,8 +19,8 @@ EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
 GC_THRESHOLD = 20_000  # allocations between young collections (CPython's default: 700)
 
 # The verbs in the order `tjc --help` lists them; verb V lives in `compiler.cli.V_cmd`.
-VERBS = ("render", "validate", "runtimes", "explain", "policies", "controller", "run", "krm",
-         "diff", "argocd", "completion")
+VERBS = ("render", "validate", "runtimes", "explain", "policies", "controller", "webhook", "run",
+         "krm", "diff", "argocd", "completion")
 
 DESCRIPTION = """\
 Compile Kubeflow Trainer v2 TrainJobs and their runtimes into exactly the JobSet (and side

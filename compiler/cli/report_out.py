@@ -1,11 +1,12 @@
 """`tjc validate`'s report written as the diagnostics come, byte for byte what
 `compiler.validate.report.RENDERERS` prints for the whole list.
 
-text and github lines go out at once; a JUnit report is written at the end (it groups the
-diagnostics by file, so it holds them); a JSON or SARIF report's items are spooled to a
-temporary file and copied between the head and the tail, which depend on the whole run (the
-summary, the exit code, the rules). The exit code is counted on the way. Memory stays flat
-however many diagnostics there are.
+text and github lines go out at once; a JUnit report and PolicyReports are written at the
+end (they group the diagnostics by file or namespace, so they hold them); a JSON or SARIF
+report's items are spooled to a temporary file and copied between the head and the tail,
+which depend on the whole run (the summary, the exit code, the rules). The exit code is
+counted on the way. Memory stays flat however many diagnostics there are (but for the
+formats that hold them).
 """
 
 from __future__ import annotations
@@ -49,10 +50,12 @@ class Report:
     """One run's report: `add` each diagnostic, then `finish` with the run's context."""
 
     def __init__(self, fmt: str, out: TextIO, context: Context, *, strict: bool,
-                 files: list[str] | None = None, colour: bool = False) -> None:
+                 files: list[str] | None = None, colour: bool = False,
+                 whole: Callable[[list[Diagnostic]], str] | None = None) -> None:
         self.fmt, self.out, self.context, self.strict = fmt, out, context, strict
         self.files, self.colour = files or [], colour
-        self.held: list[Diagnostic] = []  # JUnit's
+        self.whole = whole  # the report of all the diagnostics (policyreport's)
+        self.held: list[Diagnostic] = []  # JUnit's and policyreport's
         self.counts: Counter[Severity] = Counter()
         self.rules: set[str] = set()
         self.failing = False
@@ -68,7 +71,7 @@ class Report:
         self.counts[d.severity] += 1
         self.rules.add(d.rule)
         self.failing = self.failing or self._fails(d)
-        if self.fmt == "junit":
+        if self.fmt in ("junit", "policyreport"):
             self.held.append(d)
         elif self.fmt == "text":
             self.out.write(console.line(d, self.colour) + "\n")
@@ -103,6 +106,8 @@ class Report:
             from compiler.validate import junit
 
             self.out.write(junit.render(self.files, self.held, self._fails))
+        if self.fmt == "policyreport" and self.whole is not None:
+            self.out.write(self.whole(self.held))
         if self.spool is None:
             return
         whole = self._whole(context)

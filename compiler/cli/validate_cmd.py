@@ -43,6 +43,8 @@ evaluator: pass --no-default-policies to validate without them).
 
 Folder walks leave out hidden entries, node_modules, what .gitignore files ignore, and
 --exclude GLOB. -o junit writes JUnit XML: one test case per input file, a failure per error.
+-o policyreport writes PolicyReports (ClusterPolicyReport for ClusterTrainingRuntimes): per
+object and rule, pass, fail, warn, or skip (exempted), ready for kubectl apply.
 
 examples (run from the repository's top folder):
   tjc validate examples/custom-runtime/ examples/gitops/base/   every document of two folders
@@ -56,6 +58,7 @@ examples (run from the repository's top folder):
                                                 ... with every runtime in the git repository
   tjc validate examples/ -o github              GitHub Actions annotations
   tjc validate examples/ -o junit > tjc-junit.xml   JUnit XML for CI test reports
+  tjc validate examples/ -o policyreport > reports.yaml   PolicyReports per namespace
   tjc validate examples/ --exclude helm-chart   leave a folder out of the walk
   tjc validate examples/gitops/base/ --namespace ml-team   as applied into ml-team (apply -n)
   tjc validate examples/ --policy examples/policies/team.cue \\
@@ -71,10 +74,11 @@ def register(verbs: Any) -> None:
                               epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("paths", nargs="+", metavar="PATH",
                         help="YAML/JSON file, folder (searched recursively) or - for stdin")
-    outputopt.add_argument(parser, ("text", "json", "sarif", "github", "junit"), "text",
-                           "output format (default: text; github: GitHub Actions annotations; "
-                           "junit: JUnit XML, one test case per input file)",
-                           dest="format", old=("--format",))
+    outputopt.add_argument(parser, ("text", "json", "sarif", "github", "junit", "policyreport"),
+                           "text", "output format (default: text; github: GitHub Actions "
+                           "annotations; junit: JUnit XML, one test case per input file; "
+                           "policyreport: wgpolicyk8s.io/v1alpha2 PolicyReports, one per "
+                           "namespace)", dest="format", old=("--format",))
     parser.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
     parser.add_argument("--against", action="append", default=[], metavar="OLD",
                         help="previous version of the inputs (file or folder), to check "
@@ -114,7 +118,8 @@ def _report(args: argparse.Namespace, pipeline: Pipeline, workers: jobs.Workers)
     context = _context(args, pipeline.checker)
     out = report_out.Report(args.format, sys.stdout, context, strict=args.strict,
                             files=pipeline.sources.names,
-                            colour=console.colour_on(args.color, sys.stdout))
+                            colour=console.colour_on(args.color, sys.stdout),
+                            whole=_policy_reports(args, pipeline))
     for d in pipeline.notes:
         _add(args, out, d)
     policy_errors = list(pipeline.checker.policies.errors) if pipeline.checker else []
@@ -129,6 +134,18 @@ def _report(args: argparse.Namespace, pipeline: Pipeline, workers: jobs.Workers)
         out.add(d)
     out.finish(dataclasses.replace(context, exit_code=out.exit_code))
     return out.exit_code
+
+
+def _policy_reports(args: argparse.Namespace, pipeline: Pipeline
+                    ) -> Callable[[list[Diagnostic]], str] | None:
+    """`-o policyreport`'s writer, over the run's inputs and policy set."""
+    if args.format != "policyreport":
+        return None
+    from compiler.cli import policyreport_out
+
+    policies = pipeline.checker.policies if pipeline.checker else None
+    return lambda found: policyreport_out.render(found, pipeline.sources, args.placement,
+                                                 policies)
 
 
 def _add(args: argparse.Namespace, out: report_out.Report, d: Diagnostic) -> None:

@@ -10,6 +10,10 @@ reconcile verified, so a JobSet status change compiles nothing; `rest` is the HT
 `kubeconfig` reads and checks its kubeconfig as client-go does.
 `livepolicy` keeps the policy set current as its settings files change (the last good one
 when a change does not load). `leader` elects one active replica through a Lease, `metrics`
-serves Prometheus metrics and health probes, `manager` wires it all. The core never imports
-this package.
+serves Prometheus metrics and health probes, `manager` wires it all. `reports` keeps a
+PolicyReport per namespace (`--policy-reports`). `tjc webhook` lives here too: `judge`
+reaches the controller's verdict on one object (the pipeline says where in the inputs a
+finding is to be fixed), `review` reads and answers AdmissionReviews, `webhookserver` serves
+them over TLS with the certificate `servingcert` reloads. The core never imports this
+package.
 """

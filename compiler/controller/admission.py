@@ -7,8 +7,9 @@ packs the controller was started with (`tjc controller --policy`, `--no-default-
 `--policy-values`, as `livepolicy` holds them at the time) on the TrainJob, its runtime and the
 compiled JobSet; a deny (after the exemptions of the policy settings, whose expiry is judged on
 the `today` of this decision) is a refusal too. A session is made per runtime version, settings
-and day, so `reconcile` keeps it (each runtime is checked once in it). Called by `reconcile`;
-pure apart from the evaluator the policy set holds.
+and day, so `reconcile` keeps it (each runtime is checked once in it). Called by `reconcile`
+and, for the admission webhook and the policy reports, by `judge` (which answers with the
+warnings too); pure apart from the evaluator the policy set holds.
 """
 
 from __future__ import annotations
@@ -41,22 +42,44 @@ def session(runtime: Obj, prepared: PreparedRuntime, policies: PolicySet | None,
     return Session({prepared.key(): RuntimeEntry(doc, prepared)}, policies=checker)
 
 
-def judge(session: Session, trainjob: Obj, options: CompileOptions
+def judge(session: Session, trainjob: Obj, options: CompileOptions, old: Obj | None = None
           ) -> tuple[JobResult, list[Diagnostic]]:
-    """The pipeline's result for a TrainJob, and the errors that keep it from being built:
-    its own, its runtime's (admission and policies: the runtime is not in the cluster's
-    view of the user, so they are said here), and the policy settings' own."""
+    """The pipeline's result for a TrainJob (`old`: its previous version, on an update), and
+    everything said of it: its runtime's own problems and warnings (admission and policies:
+    its user may not see the runtime), the TrainJob's, and the policy settings' errors. The
+    errors among them keep it from being built (`errors`)."""
     meta = trainjob.get("metadata") or {}
     result = session.process(_document(
-        trainjob, f"<TrainJob {meta.get('namespace')}/{meta.get('name')}>"), options)
-    errors = result.errors
-    if errors:
-        entry = next(iter(session.table.values()))
-        errors = [d for d in session.runtime(entry.doc).diagnostics
-                  if d.severity is Severity.ERROR] + errors
+        trainjob, f"<TrainJob {meta.get('namespace')}/{meta.get('name')}>"), options, old=old)
+    entry = next(iter(session.table.values()))
+    said = [d for d in session.runtime(entry.doc).diagnostics
+            if d.severity is not Severity.NOTICE or d.suppression is not None]
+    said += result.diagnostics
     if session.policies is not None:
-        errors += [d for d in session.policies.policies.errors if d.severity is Severity.ERROR]
-    return result, errors
+        said += session.policies.policies.errors
+    return result, list(dict.fromkeys(said))  # (a runtime's finding, met again in its JobSet)
+
+
+def errors(said: list[Diagnostic]) -> list[Diagnostic]:
+    """The errors of what `judge` said."""
+    return [d for d in said if d.severity is Severity.ERROR]
+
+
+def runtime_verdict(runtime: Obj, old: Obj | None, policies: PolicySet | None,
+                    today: datetime.date) -> list[Diagnostic]:
+    """Everything said of a runtime created or changed (`old`: its previous version): its
+    admission and, when that passes, the policy packs (as the pipeline judges the runtime of
+    every TrainJob; exemptions judged on `today`)."""
+    from compiler.core.admission import admit_runtime
+
+    typed, found = admit_runtime(runtime, old)
+    if policies is None or any(d.severity is Severity.ERROR for d in found):
+        return found
+    from compiler.policy.check import PolicyChecker
+
+    checker = PolicyChecker(policies, today=today)
+    return found + checker.document(_document(runtime, f"<{runtime.get('kind')}>"), typed) \
+        + policies.errors
 
 
 def _document(data: Obj, name: str) -> Document:

@@ -70,9 +70,12 @@ EVENT = Resource("", "v1", "events", "Event")
 LEASE = Resource("coordination.k8s.io", "v1", "leases", "Lease")
 COSCHEDULING_PODGROUP = Resource("scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup")
 VOLCANO_PODGROUP = Resource("scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup")
+POLICY_REPORT = Resource("wgpolicyk8s.io", "v1alpha2", "policyreports", "PolicyReport")
+CLUSTER_POLICY_REPORT = Resource("wgpolicyk8s.io", "v1alpha2", "clusterpolicyreports",
+                                 "ClusterPolicyReport", namespaced=False)
 BY_API = {(r.api_version, r.kind): r for r in (
     TRAINJOB, TRAINING_RUNTIME, CLUSTER_RUNTIME, JOBSET, CONFIGMAP, SECRET, EVENT, LEASE,
-    COSCHEDULING_PODGROUP, VOLCANO_PODGROUP)}
+    COSCHEDULING_PODGROUP, VOLCANO_PODGROUP, POLICY_REPORT, CLUSTER_POLICY_REPORT)}
 
 
 class ApiError(Exception):

@@ -8,7 +8,9 @@ that controls the object. The ConfigMap and Secret informers watch only objects 
 metadata. Workers take keys one at a time per
 key, reconcile, and requeue on failure (backoff) or at an active deadline. With
 `--leader-elect` nothing is reconciled until this replica holds the Lease, and the process
-exits when it loses it (a restarted replica starts clean).
+exits when it loses it (a restarted replica starts clean). With `--policy-reports`, what the
+admission and policies say of every TrainJob and runtime is kept in a PolicyReport per
+namespace (`reports`, in a thread of its own).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from compiler.controller.livepolicy import LivePolicies
 from compiler.controller.metrics import Metrics, serve
 from compiler.controller.ownership import OWNED_LABEL
 from compiler.controller.reconcile import Reconciler, reason_of
+from compiler.controller.reports import PolicyReports
 from compiler.controller.workqueue import WorkQueue
 
 if TYPE_CHECKING:
@@ -65,6 +68,7 @@ class Options:
     leader_namespace: str = "default"
     lease_name: str = "tjc-controller"
     policies: PolicySet | LivePolicies | None = None
+    policy_reports: bool = False
 
 
 def owner_key(obj: Obj) -> tuple[str, str] | None:
@@ -99,8 +103,10 @@ class Controller:
         self.metrics = Metrics(self.queue.depth)
         self.stop = threading.Event()
         ns = options.namespace
-        self.trainjobs = Informer(kube, TRAINJOB, ns, lambda _, o: self.queue.add(key_of(o)),
-                                  relevant=beyond_status)
+        self.reports: PolicyReports | None = None
+        self.trainjobs = Informer(kube, TRAINJOB, ns, self._trainjob, relevant=beyond_status)
+        if options.policy_reports:
+            self.reports = PolicyReports(kube, self.trainjobs, options.policies)
         self.owned = [Informer(kube, JOBSET, ns, self._owned, keep=jobset_fields), *(
             Informer(kube, res, ns, self._owned, selector=OWNED_LABEL, slim=True)
             for res in (CONFIGMAP, SECRET))]
@@ -124,6 +130,11 @@ class Controller:
                 LOG.warning("%s: %s; asking again", res.plural, exc)
                 self.stop.wait(1.0)
         return False
+
+    def _trainjob(self, kind: str, obj: Obj) -> None:
+        self.queue.add(key_of(obj))
+        if self.reports is not None:
+            self.reports.trainjob_event(kind, obj)
 
     def _owned(self, _: str, obj: Obj) -> None:
         key = owner_key(obj)
@@ -207,6 +218,8 @@ class Controller:
                    for i in range(max(1, self.options.workers))]
         for worker in workers:
             worker.start()
+        if self.reports is not None:
+            self.reports.start()
         self.metrics.ready.set()
         LOG.info("controller running (%s)", self.options.namespace or "all namespaces")
         code = 0
@@ -224,6 +237,8 @@ class Controller:
             worker.join(10)
         for informer in [self.trainjobs, *self.owned]:
             informer.stop()
+        if self.reports is not None:
+            self.reports.stop()
 
 
 class StartupError(RuntimeError):

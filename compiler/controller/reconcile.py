@@ -140,7 +140,8 @@ class Reconciler:
         today = _day(now)
         session = self.memo.derived("session", f"{digest}/{judged}", lambda: admission.session(
             runtime, prepared, policies, today))
-        result, errors = admission.judge(session, spec_only, CompileOptions(ssh_keys=keys))
+        result, said = admission.judge(session, spec_only, CompileOptions(ssh_keys=keys))
+        errors = admission.errors(said)
         if errors:
             unschedulable = all(d.rule in limits.RULES for d in errors)
             st.set_condition(status, {"type": "Failed", "status": "True",

@@ -108,10 +108,11 @@ class Session:
             checked = self.runtimes[where] = Checked(doc, typed, located)
         return checked
 
-    def admit(self, doc: Document) -> tuple[list[Diagnostic], Obj]:
+    def admit(self, doc: Document, old: Obj | None = None) -> tuple[list[Diagnostic], Obj]:
         """Step 1: every admission diagnostic and quirk of one TrainJob and its policies'
-        findings on it, located; and the TrainJob as admitted and defaulted."""
-        old = self.previous.get(object_key(doc.data))
+        findings on it, located; and the TrainJob as admitted and defaulted. `old`: its
+        previous version (else the session's, if it has one)."""
+        old = old if old is not None else self.previous.get(object_key(doc.data))
         data, found = admission.check_object("TrainJob", doc.data, old, self.fields)
         key = wanted_key(data)
         if isinstance(key, Diagnostic):
@@ -132,14 +133,15 @@ class Session:
         return located, data
 
     def process(self, doc: Document, options: CompileOptions | None = None, *,
-                validate: bool = True) -> JobResult:
-        """The pipeline for one TrainJob. `validate=False` compiles what the cluster would
-        refuse too, with no admission and no policies (as upstream's controller does when its
-        webhook is bypassed; `tjc render --no-validate`)."""
+                validate: bool = True, old: Obj | None = None) -> JobResult:
+        """The pipeline for one TrainJob (`old`: its previous version, for an update).
+        `validate=False` compiles what the cluster would refuse too, with no admission and
+        no policies (as upstream's controller does when its webhook is bypassed; `tjc render
+        --no-validate`)."""
         if not validate:
             return self._unvalidated(doc, options)
         result = JobResult(doc)
-        result.diagnostics, data = self.admit(doc)
+        result.diagnostics, data = self.admit(doc, old)
         entry = None if refused(result.diagnostics) else self._entry(data)
         if entry is None:
             return result

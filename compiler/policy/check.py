@@ -2,11 +2,12 @@
 
 A violation in a runtime or TrainJob points at its own field. A violation in a compiled JobSet
 points at the input that wrote that field, as its compile recorded it (`compiler.core.provenance`;
-nothing is derived again here): when the copy of the runtime's template made the value, at the
-runtime (reported once per run, with the runtime as the object, however many TrainJobs use it);
-otherwise at the input value its last writer took (as `tjc explain` shows it), or at the
-TrainJob's spec for a value a plugin made. Finding (`jobset_findings`) and locating are
-separate steps, so the finding can run apart from the locating.
+nothing is derived again here), and names that input's object and field: when the copy of the
+runtime's template made the value, the runtime (reported once per run, however many TrainJobs
+use it); otherwise the input value its last writer took (as `tjc explain` shows it), or, for a
+value a plugin made, the JobSet's field, located at the TrainJob's spec. Finding
+(`jobset_findings`) and locating are separate steps, so the finding can run apart from the
+locating.
 """
 
 from __future__ import annotations
@@ -90,8 +91,7 @@ class PolicyChecker:
             if f.from_runtime:
                 out.append(self._in_runtime(runtime, f.violation))
             else:
-                out.append(_with(f.violation, _source(f.writer, tj, runtime),
-                                 object_ref(tj.data)))
+                out.append(_written(f.violation, f.writer, tj, runtime))
         return out
 
     def _in_runtime(self, runtime: Document, v: Violation) -> Diagnostic:
@@ -126,12 +126,14 @@ def _with(v: Violation, where: Location, ref: ObjectRef, path: Path | None = Non
     return replace(d, path=d.path if path is None else path, obj=ref)
 
 
-def _source(origin: Origin | None, tj: Document, runtime: Document) -> Location:
-    """Where the input value an origin names is written (as `tjc explain` prints it); a value
-    a plugin or the builder made (no input holds it), or a CRD default, is located at the
-    TrainJob's spec."""
+def _written(v: Violation, origin: Origin | None, tj: Document, runtime: Document
+             ) -> Diagnostic:
+    """A JobSet violation at the input value its field's last writer took, as `tjc explain`
+    prints it: that input's object, field path and line (so a message names the field the user
+    wrote); a value a plugin or the builder made (no input holds it), or a CRD default, stays
+    at its JobSet path, located at the TrainJob's spec."""
     doc = {"trainjob": tj, "runtime": runtime}.get(origin.input) if origin is not None else None
-    if origin is None or doc is None or (origin.default_note and
-                                         get_path(doc.data, *origin.path) is None):
-        return tj.locate(("spec",))
-    return doc.locate(origin.path)
+    if origin is None or doc is None or not origin.path or (
+            origin.default_note and get_path(doc.data, *origin.path) is None):
+        return _with(v, tj.locate(("spec",)), object_ref(tj.data))
+    return _with(v, doc.locate(origin.path), object_ref(doc.data), origin.path)

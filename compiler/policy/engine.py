@@ -92,6 +92,10 @@ class PolicySet:
         """Every rule of every pack, in pack order."""
         return [rule for pack in self.packs for rule in pack.rules.values()]
 
+    def applicable(self, kind: str) -> list[str]:
+        """The ids of the rules this set checks a document of `kind` with (not skipped)."""
+        return [rule.id for _, rules in self._by_kind(kind) for rule in rules]
+
     def check(self, kind: str, obj: Obj, trainjob: Obj | None = None, *,
               today: datetime.date | None = None) -> list[Violation]:
         """Every violation of one document (a JobSet with the TrainJob it came from);

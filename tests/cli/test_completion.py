@@ -36,7 +36,7 @@ def test_bash_completes_verbs_options_values_and_files(
         [*VERBS, "--help", "--version"])
     assert _bash_complete(script, ["tjc", "va"], tmp_path) == ["validate"]
     assert _bash_complete(script, ["tjc", "validate", "-o", ""], tmp_path) == [
-        "github", "json", "junit", "sarif", "text"]
+        "github", "json", "junit", "policyreport", "sarif", "text"]
     assert _bash_complete(script, ["tjc", "validate", "--ex"], tmp_path) == ["--exclude"]
     assert "--format" not in _bash_complete(script, ["tjc", "validate", "--"], tmp_path)
     assert _bash_complete(script, ["tjc", "render", "--color", "a"], tmp_path) == [
@@ -54,7 +54,7 @@ def test_fish_script_is_complete_commands(capsys: pytest.CaptureFixture[str],
     lines = [ln for ln in script.splitlines() if not ln.startswith("#")]
     assert all(ln.startswith("complete -c tjc ") for ln in lines)
     assert ("complete -c tjc -n '__fish_seen_subcommand_from validate' -s o -x -a "
-            "'text json sarif github junit'") in lines
+            "'text json sarif github junit policyreport'") in lines
     for verb in VERBS:
         assert any(ln.startswith(f"complete -c tjc -n __fish_use_subcommand -a {verb} -d ")
                    for ln in lines)

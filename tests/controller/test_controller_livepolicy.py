@@ -46,7 +46,7 @@ def _live(values: Path) -> LivePolicies:
     them."""
     args = build_parser("controller").parse_args(
         ["controller", "--policy-values", str(values)])
-    live = controller_cmd._live_policies(args)
+    live = controller_cmd.live_policies(args)
     assert live is not None
     return live
 
@@ -186,7 +186,7 @@ def test_a_policy_folder_is_watched_too(tmp_path: Path) -> None:
     (folder / "extra.cue").write_text(RULE.format(team="red"))
     args = build_parser("controller").parse_args(
         ["controller", "--no-default-policies", "--policy", str(folder)])
-    live = controller_cmd._live_policies(args)
+    live = controller_cmd.live_policies(args)
     assert live is not None
     cluster = Cluster(live)
     assert "[extra.team]" in (cluster.create("a", labels={"team": "red"}) or "")

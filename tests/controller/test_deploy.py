@@ -61,7 +61,9 @@ def documents(path: Path) -> tuple[dict[str, Any], ...]:
 def manifests() -> list[Path]:
     return sorted(p for p in DEPLOY.rglob("*.yaml") if p.name != "kustomization.yaml"
                   and "argocd" not in p.parts  # deploy/argocd: an Argo CD component
-                  and "helm" not in p.parts)  # deploy/helm: Helm's post-renderer plugin
+                  and "helm" not in p.parts  # deploy/helm: Helm's post-renderer plugin
+                  and "webhook" not in p.parts  # deploy/webhook: its own kustomization
+                  and "policyreports" not in p.parts)  # a component: test_deploy_webhook.py
 
 
 def kustomization() -> dict[str, Any]:

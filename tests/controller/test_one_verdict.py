@@ -61,8 +61,9 @@ def _runtimes() -> dict[Any, Obj]:
 
 def _controller_errors(job: Obj, runtime: Obj, policies: PolicySet) -> set[tuple[str, str]]:
     session = admission.session(runtime, prepare_runtime(runtime), policies, TODAY)
-    _, errors = admission.judge(session, job, CompileOptions())
-    return {(d.rule, d.field_path) for d in errors if d.subject != "runtime"}
+    _, said = admission.judge(session, job, CompileOptions())
+    return {(d.rule, d.field_path) for d in admission.errors(said) if d.subject != "runtime"
+            and (d.obj is None or d.obj.kind == "TrainJob")}
 
 
 def _validate_errors(job: Obj, runtimes: list[Obj], policies: PolicySet

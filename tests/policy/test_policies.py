@@ -120,9 +120,9 @@ def test_jobset_violation_points_at_the_trainjob_line(
     job.write_text(TRAINJOB.format(annotations=""))
     code, out, _ = run(["validate", str(job)], capsys)
     assert code == 0
-    assert f"{job}:11:12: warning: TrainJob team-a/job: spec.replicatedJobs[0].template.spec." \
-           "template.spec.containers[0].image: image ghcr.io/acme/trainer:latest is tagged " \
-           "latest" in out
+    # (the JobSet's image came from the TrainJob's: the finding names the field the user wrote)
+    assert f"{job}:11:12: warning: TrainJob team-a/job: spec.trainer.image: image " \
+           "ghcr.io/acme/trainer:latest is tagged latest" in out
 
 
 SKIP_IMAGES = "  annotations:\n    trainjob-compiler/skip-policies: images, resources\n"
@@ -142,12 +142,12 @@ def test_annotation_exempts_only_from_warn_rules(tmp_path: Path,
     job, values = _write(tmp_path, "resources: {maxNumNodes: 1}\n", SKIP_IMAGES)
     code, out, _ = run(["validate", str(job), "--policy-values", str(values)], capsys)
     assert code == 1  # the deny rule resources.max-nodes is not the author's to exempt
-    assert f"{job}:13:12: notice: TrainJob team-a/job: spec.replicatedJobs[0].template.spec." \
-           "template.spec.containers[0].image: image ghcr.io/acme/trainer:latest is tagged " \
-           "latest: pin a version tag or a digest [images.tag] (exempted by annotation " \
-           "trainjob-compiler/skip-policies of the object)" in out
-    assert f"{job}:12:15: error: TrainJob team-a/job: spec.replicatedJobs[0].template.spec." \
-           "parallelism: 2 trainer nodes, more than the allowed 1 (the annotation " \
+    assert f"{job}:13:12: notice: TrainJob team-a/job: spec.trainer.image: image " \
+           "ghcr.io/acme/trainer:latest is tagged latest: pin a version tag or a digest " \
+           "[images.tag] (exempted by annotation trainjob-compiler/skip-policies of the " \
+           "object)" in out
+    assert f"{job}:12:15: error: TrainJob team-a/job: spec.trainer.numNodes: " \
+           "2 trainer nodes, more than the allowed 1 (the annotation " \
            "trainjob-compiler/skip-policies cannot exempt this deny rule; the policy " \
            "settings own its exemptions) [resources.max-nodes]" in out
 
@@ -158,7 +158,7 @@ def test_settings_can_make_a_deny_rule_annotation_exemptible(
                          "annotationExemptible: [resources.max-nodes]\n", SKIP_IMAGES)
     code, out, _ = run(["validate", str(job), "--policy-values", str(values), "-q"], capsys)
     assert code == 0, out
-    assert "notice: TrainJob team-a/job: spec.replicatedJobs[0].template.spec.parallelism: " \
+    assert "notice: TrainJob team-a/job: spec.trainer.numNodes: " \
            "2 trainer nodes, more than the allowed 1 [resources.max-nodes] (exempted by " \
            "annotation trainjob-compiler/skip-policies of the object)" in out
 

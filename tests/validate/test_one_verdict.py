@@ -1,5 +1,6 @@
 """One verdict: on generated TrainJobs and runtimes, `tjc validate` exits 1 iff `tjc render`
-refuses the TrainJob iff the library refuses it iff the controller marks it Failed.
+refuses the TrainJob iff the library refuses it iff the controller marks it Failed iff the
+admission webhook refuses its create.
 
 The runtimes and TrainJobs are ones the API server stores (the controller only ever sees
 those), some broken the way a real repository breaks them: more nodes than an Indexed Job
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +20,10 @@ from hypothesis import strategies as st
 
 from compiler import compile_trainjob
 from compiler.cli.main import main
+from compiler.common.diagnostics import Severity
 from compiler.common.jsondata import Obj
 from compiler.controller import status
+from compiler.controller.judge import Judge, Runtimes
 from compiler.controller.kube import CLUSTER_RUNTIME, TRAINJOB
 from compiler.io.builtin import builtin_runtimes
 from tests import strategies as gen
@@ -76,6 +80,19 @@ def _controller(runtime: Obj, job: Obj) -> bool:
     return bool(patches) and status.condition(patches[-1], "Failed") is not None
 
 
+def _webhook(runtime: Obj, job: Obj) -> bool:
+    """Whether the admission webhook refuses the TrainJob's create (the runtime in the
+    cluster, with a uid of its own: a runtime version is known by its uid and
+    resourceVersion)."""
+    kube = FakeKube()
+    stored = copy.deepcopy(runtime)
+    stored["metadata"]["uid"] = str(uuid.uuid4())
+    kube.put(CLUSTER_RUNTIME, stored)
+    judge = Judge(Runtimes(kube, watch=False), None)  # type: ignore[arg-type]
+    found = judge.judge({"uid": "u", "operation": "CREATE", "object": copy.deepcopy(job)})
+    return any(d.severity is Severity.ERROR for d in found)
+
+
 @BUDGET
 @given(pair=gen.job_and_runtime(), how=st.sampled_from(BREAKERS))
 def test_validate_render_library_and_controller_agree(
@@ -90,7 +107,9 @@ def test_validate_render_library_and_controller_agree(
     render = _cli("render", runtime, job, folder)
     library = 0 if compile_trainjob(job, runtime).ok else 1
     controller = 1 if _controller(runtime, job) else 0
+    webhook = 1 if _webhook(runtime, job) else 0
     assert validate in (0, 1)
-    assert (validate, render, library, controller) == (validate,) * 4, (how, job, runtime)
+    assert (validate, render, library, controller, webhook) == (validate,) * 5, \
+        (how, job, runtime)
     if how != "none":
         assert validate == 1, how

@@ -79,7 +79,7 @@ def test_github_annotations(repo: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert "::warning file=jobs/job.yaml,line=10,col=12,title=images.tag::TrainJob " \
            "default/job%3A" not in out  # the message is data: only ':' in properties is escaped
     assert any(line.startswith("::warning file=jobs/job.yaml,line=10,col=12,title=images.tag::"
-                               "TrainJob default/job: spec.replicatedJobs[0]") for line in lines)
+                               "TrainJob default/job: spec.trainer.image") for line in lines)
     builtin = [line for line in lines if "security.run-as-non-root" in line]
     assert builtin and builtin[0].startswith("::warning title=security.run-as-non-root::")
     assert f"(built-in runtime {UPSTREAM}torch_distributed.yaml#L37)" in builtin[0]
