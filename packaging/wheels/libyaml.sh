@@ -20,15 +20,7 @@ fi
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-# The Debian archive the system's apt is configured with (its first one that serves Debian).
-uri="$(apt-get indextargets --format '$(ORIGIN) $(REPO_URI)' 'Created-By: Packages' \
-  | awk '$1 == "Debian" && $2 !~ /security/ {print $2; exit}')"
-if [ -z "$uri" ]; then
-  apt-get update -qq >/dev/null
-  uri="$(apt-get indextargets --format '$(ORIGIN) $(REPO_URI)' 'Created-By: Packages' \
-    | awk '$1 == "Debian" && $2 !~ /security/ {print $2; exit}')"
-fi
-[ -n "$uri" ] || { echo "libyaml.sh: no Debian archive in apt's sources" >&2; exit 1; }
+uri="$("$(dirname "$0")/debian-archive.sh")"
 mkdir -p "$work/lists/partial" "$work/cache/archives/partial" "$work/parts" "$work/src"
 echo "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $uri $suite main" \
   > "$work/sources.list"

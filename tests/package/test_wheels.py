@@ -2,7 +2,8 @@
 wheel for x86_64 and one for aarch64, each with the CUE evaluator, the loader's fast path and
 upstream's Flux templates inside, built for that platform; `auditwheel show` (the pinned dev
 dependency) puts each at manylinux_2_17 with nothing outside the policy linked; and the sdist
-they come from still builds a wheel from source with Go."""
+they come from still builds a wheel from source with Go. The aarch64 wheel also runs: under
+qemu-user, with Debian's arm64 CPython 3.11 (packaging/wheels/aarch64-python.sh)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.package.conftest import ROOT, clean_env
+from tests.package.conftest import PRIVILEGED, ROOT, clean_env
 
 pytestmark = pytest.mark.wheel  # builds the wheels
 
@@ -86,3 +87,39 @@ def test_the_sdist_builds_a_wheel_with_the_engine_from_source(release: Path,
     wheel = next(tmp_path.glob("*.whl"))
     assert wheel.name.endswith("-cp310-abi3-linux_x86_64.whl"), wheel.name
     assert "compiler/_native/libtjccue.so" in zipfile.ZipFile(wheel).namelist()
+
+
+@pytest.mark.slow
+def test_the_aarch64_wheel_runs_under_qemu_and_denies_a_privileged_runtime(
+        release: Path, tmp_path: Path) -> None:
+    """Installed for Debian's arm64 CPython 3.11 (glibc 2.36: pip's platforms up to 2.36),
+    the dependencies' aarch64 wheels as pip picks them; cold caches (HOME is new), so the CUE
+    evaluator's own process is started, under qemu too."""
+    script = ROOT / "packaging" / "wheels" / "aarch64-python.sh"
+    made = subprocess.run(["bash", str(script), str(release.parents[1] / "aarch64")],
+                          capture_output=True, text=True, timeout=1200, check=False)
+    assert made.returncode == 0, made.stderr[-3000:]
+    python = made.stdout.splitlines()[-1]
+    platforms = [f"--platform=manylinux_2_{n}_aarch64" for n in range(17, 37)]
+    wheel = _wheel(release, "aarch64")
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                    "--target", str(tmp_path / "site"), "--only-binary=:all:", *platforms,
+                    "--python-version=3.11", "--implementation=cp", str(wheel)],
+                   env=clean_env(PIP_CONSTRAINT=""), check=True, timeout=900)
+    (tmp_path / "runtime.yaml").write_text(PRIVILEGED)
+    env = clean_env(PYTHONPATH=str(tmp_path / "site"), HOME=str(tmp_path),
+                    XDG_CACHE_HOME=str(tmp_path / "cache"))
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([python, *args], cwd=tmp_path, env=env, capture_output=True,
+                              text=True, timeout=600, check=False)
+
+    probe = run("-c", "import platform; from compiler.io import fastload; "
+                      "print(platform.machine(), fastload.available())")
+    assert probe.stdout.split() == ["aarch64", "True"], probe.stdout + probe.stderr
+    version = run("-m", "compiler", "--version")
+    assert version.returncode == 0 and version.stdout == "tjc 0.1.0\n", version.stderr
+    denied = run("-m", "compiler", "validate", "runtime.yaml")
+    assert denied.returncode == 1, denied.stdout + denied.stderr
+    assert "runtime.yaml:21:53: error:" in denied.stdout
+    assert "[security.privileged]" in denied.stdout
