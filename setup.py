@@ -6,7 +6,7 @@ cuelang.org/go modules) with Go into `compiler/_native/libtjccue.so`, where the 
 finds it through importlib.resources. The wheel is then a platform wheel (cp310-abi3-linux_x86_64
 and the like). Without Go the package is built without the evaluator (a warning says so) and
 every command that would apply policies exits 2 with the install hint; TJC_REQUIRE_CUE=1 makes
-a missing Go a build error instead (`make wheel` sets it). An editable install (`make setup`)
+a missing Go a build error instead (`make wheels` sets it). An editable install (`make setup`)
 skips this step: the checkout's build/cue/libtjccue.so is used there.
 
 The loader's native fast path (`yamlext/fastyaml.c`, linked with libyaml) becomes the
