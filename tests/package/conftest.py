@@ -89,3 +89,12 @@ def wheelhouse(x86_wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Pat
                     "--only-binary=:all:", "-d", str(house), str(x86_wheel), "setuptools",
                     "wheel"], check=True, env=clean_env(PIP_CONSTRAINT=""), timeout=900)
     return house
+
+
+def installed_from_the_release_wheel(site_packages: Path) -> bool:
+    """Whether the trainjob-compiler in `site_packages` was installed from the x86_64 release
+    wheel (a build from source would be tagged linux_x86_64) with the CUE evaluator inside."""
+    wheel = next(site_packages.glob("trainjob_compiler-*.dist-info")) / "WHEEL"
+    tags = wheel.read_text().splitlines()
+    library = site_packages / "compiler" / "_native" / "libtjccue.so"
+    return "Tag: cp310-abi3-manylinux_2_17_x86_64" in tags and library.stat().st_size > 0
