@@ -3,24 +3,31 @@
 Everything else about the package is in pyproject.toml. Building a wheel (from the sdist, by
 `pip install .`, `pip install git+URL` or pre-commit's install) compiles `cuebridge/` (the pinned
 cuelang.org/go modules) with Go into `compiler/_native/libtjccue.so`, where the policy engine
-finds it through importlib.resources. The wheel is then a platform wheel (py3-none-linux_x86_64
+finds it through importlib.resources. The wheel is then a platform wheel (cp310-abi3-linux_x86_64
 and the like). Without Go the package is built without the evaluator (a warning says so) and
 every command that would apply policies exits 2 with the install hint; TJC_REQUIRE_CUE=1 makes
-a missing Go a build error instead (`make wheel` sets it). An editable install (`make setup`)
+a missing Go a build error instead (`make wheels` sets it). An editable install (`make setup`)
 skips this step: the checkout's build/cue/libtjccue.so is used there.
 
 The loader's native fast path (`yamlext/fastyaml.c`, linked with libyaml) becomes the
-extension module `compiler._native._fastyaml`, built for the stable ABI of Python 3.11 and
-later, so the wheel is tagged cp311-abi3-<platform>. It is optional: without a C compiler or
+extension module `compiler._native._fastyaml`, built for the stable ABI of Python 3.10 and
+later, so the wheel is tagged cp310-abi3-<platform>. It is optional: without a C compiler or
 libyaml's headers the package is built without it (a warning says so) and loads YAML with
 PyYAML alone, the same values a little slower. An editable install skips it too
 (`make setup` builds build/yaml/ instead).
+
+The release wheels (`make wheels`, packaging/wheels/build.sh) are built from the sdist with
+the C toolchain and target given by the environment: CC and LDSHARED for the extension, CC,
+CGO_ENABLED and GOARCH for Go; TJC_LIBYAML_SRC names an unpacked libyaml source tree whose
+files are compiled into the extension (which is then required), and TJC_WHEEL_PLATFORM the
+platform tag (e.g. manylinux_2_17_x86_64.manylinux2014_x86_64).
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -79,16 +86,47 @@ def _flux_templates(go: str, dest: Path) -> None:
 
 
 class BuildFastYaml(build_ext):
-    """build_ext for the optional fast path: libyaml linked in statically where it can be."""
+    """build_ext for the fast path: libyaml compiled in from TJC_LIBYAML_SRC, or linked in
+    statically from the system where it can be."""
 
     def build_extensions(self) -> None:
         if getattr(self, "editable_mode", False):
             return
-        static = _static_libyaml()
+        source = os.environ.get("TJC_LIBYAML_SRC")
         for extension in self.extensions:
+            if source:
+                _bundle_libyaml(extension, Path(source))
+                continue
+            static = _static_libyaml()
             extension.extra_objects = [static] if static else []
             extension.libraries = [] if static else ["yaml"]
         super().build_extensions()
+
+
+def _bundle_libyaml(extension: Extension, source: Path) -> None:
+    """libyaml's own sources into the extension, its symbols hidden; no longer optional."""
+    files = sorted((source / "src").glob("*.c"))
+    version = (source / "include" / "yaml.h").is_file() and _libyaml_version(source)
+    if not files or not version:
+        raise SystemExit(f"error: TJC_LIBYAML_SRC={source}: no libyaml source tree there")
+    major, minor, patch = version.split(".")
+    extension.sources = [*extension.sources, *(str(f) for f in files)]
+    extension.include_dirs = [str(source / "include"), str(source / "src")]
+    extension.define_macros = [*extension.define_macros, ("YAML_DECLARE_STATIC", None),
+                               ("YAML_VERSION_MAJOR", major), ("YAML_VERSION_MINOR", minor),
+                               ("YAML_VERSION_PATCH", patch),
+                               ("YAML_VERSION_STRING", f'"{version}"')]
+    extension.extra_compile_args = ["-fvisibility=hidden"]
+    extension.extra_link_args = ["-s"]
+    extension.optional = False
+
+
+def _libyaml_version(source: Path) -> str:
+    """The version in libyaml's configure.ac (YAML_MAJOR/MINOR/PATCH), as "0.2.5"."""
+    text = (source / "configure.ac").read_text(encoding="utf-8")
+    parts = [re.search(rf"m4_define\(\[YAML_{name}\], (\d+)\)", text)
+             for name in ("MAJOR", "MINOR", "PATCH")]
+    return ".".join(m.group(1) for m in parts if m) if all(parts) else ""
 
 
 def _static_libyaml() -> str | None:
@@ -101,13 +139,13 @@ def _static_libyaml() -> str | None:
 
 
 FAST_YAML = Extension("compiler._native._fastyaml", ["yamlext/fastyaml.c"],
-                      define_macros=[("Py_LIMITED_API", "0x030B0000")], py_limited_api=True,
+                      define_macros=[("Py_LIMITED_API", "0x030A0000")], py_limited_api=True,
                       optional=True)
 
 
 class PlatformWheel(bdist_wheel):
-    """A wheel for Python 3.11 and later on this platform (the libraries are native, the
-    extension uses the stable ABI, the code is Python)."""
+    """A wheel for Python 3.10 and later on this platform, or the one TJC_WHEEL_PLATFORM
+    names (the libraries are native, the extension uses the stable ABI, the code is Python)."""
 
     def finalize_options(self) -> None:
         super().finalize_options()
@@ -115,7 +153,7 @@ class PlatformWheel(bdist_wheel):
 
     def get_tag(self) -> tuple[str, str, str]:
         _, _, platform = super().get_tag()
-        return "cp311", "abi3", platform
+        return "cp310", "abi3", os.environ.get("TJC_WHEEL_PLATFORM") or platform
 
 
 class NativeDistribution(Distribution):

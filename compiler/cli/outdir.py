@@ -273,8 +273,11 @@ def _sha256(text: str) -> str:
 
 
 def _sha256_file(path: Path) -> str:
-    with open(path, "rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:  # hashlib.file_digest is Python 3.11's
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def _umask() -> int:

@@ -11,7 +11,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from compiler.controller.kube import LEASE, ApiError, Kube
@@ -20,7 +20,7 @@ LOG = logging.getLogger("tjc.controller")
 
 
 def _micro(now: float) -> str:
-    return datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return datetime.fromtimestamp(now, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _seconds(text: Any) -> float:

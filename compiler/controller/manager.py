@@ -23,7 +23,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 from compiler.common.jsondata import Obj
@@ -160,7 +160,7 @@ class Controller:
     def _warn(self, regarding: Obj, action: str, reason: str, note: str) -> None:
         """A Warning event (events.k8s.io/v1) about an object; a failure to write it is
         logged, never raised."""
-        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         namespace, name = regarding["namespace"], regarding["name"]
         try:
             self.kube.create(EVENTS, namespace, {

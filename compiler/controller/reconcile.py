@@ -234,7 +234,7 @@ class Reconciler:
 
 def _day(now: float) -> datetime.date:
     """The UTC date of a clock reading: the day an exemption's `expires` is judged on."""
-    return datetime.datetime.fromtimestamp(now, datetime.UTC).date()
+    return datetime.datetime.fromtimestamp(now, datetime.timezone.utc).date()
 
 
 def _key(trainjob: Obj) -> Key:

@@ -9,7 +9,7 @@ jobsStatus. Pure functions on plain dicts.
 from __future__ import annotations
 
 import copy
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from compiler.common.jsondata import Obj
@@ -19,7 +19,7 @@ DEADLINE_REASON = "DeadlineExceeded"
 
 def now_text(now: float) -> str:
     """An RFC 3339 timestamp in seconds, as metav1.Time serializes."""
-    return datetime.fromtimestamp(int(now), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.fromtimestamp(int(now), timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def parse_time(text: Any) -> float | None:

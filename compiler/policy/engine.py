@@ -80,7 +80,7 @@ class PolicySet:
         self.skip = frozenset(skip)
         self.settings = settings or {}
         self.exemptions = exemptions or ex.Exemptions()
-        self.today = today or datetime.datetime.now(datetime.UTC).date()
+        self.today = today or datetime.datetime.now(datetime.timezone.utc).date()
         self._memo: dict[tuple[str, tuple[str, ...], str], tuple[Violation, ...]] = {}
         self._applicable: dict[tuple[str, str, frozenset[str]], list[Rule]] = {}
         self._packs: dict[str, list[tuple[Pack, list[Rule]]]] = {}

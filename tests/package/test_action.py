@@ -1,6 +1,8 @@
 """The CI action (action.yml at the top of the repository): its command lines are valid `tjc`
 invocations with the inputs' defaults, its validate step writes a SARIF report and the exit
-code, and the report it writes is the one it uploads."""
+code, and the report it writes is the one it uploads; its install step installs the release
+wheel of the action's version (as from the package index, here a local wheelhouse), with no Go
+on PATH, and the installed `tjc` fails the job on a privileged runtime."""
 
 from __future__ import annotations
 
@@ -14,10 +16,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from compiler.cli import validate_cmd
 from compiler.cli.main import build_parser
+from tests.package.conftest import PRIVILEGED, clean_env, installed_from_the_release_wheel
 
 ROOT = Path(__file__).resolve().parents[2]
 ACTION = yaml.safe_load((ROOT / "action.yml").read_text())
@@ -78,3 +82,37 @@ def test_the_validate_step_writes_sarif_and_the_exit_code_and_uploads_that_file(
     last = steps[-1]
     assert last["run"] == 'exit "$TJC_EXIT"'
     assert last["env"]["TJC_EXIT"] == "${{ steps.validate.outputs.exit-code }}"
+
+
+def _step(name: str) -> dict[str, Any]:
+    return next(s for s in ACTION["runs"]["steps"] if s.get("name") == name)
+
+
+@pytest.mark.wheel  # installs the wheel
+@pytest.mark.slow
+def test_the_install_step_installs_the_wheel_and_validate_fails_the_job_without_go(
+        wheelhouse: Path, tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, env=clean_env())
+    no_go = f"{venv / 'bin'}:/usr/bin:/bin"
+    assert shutil.which("go", path=no_go) is None
+    env = clean_env(PATH=no_go, GITHUB_ACTION_PATH=str(ROOT), PIP_NO_INDEX="1",
+                    PIP_FIND_LINKS=str(wheelhouse), PIP_CONSTRAINT="",
+                    PIP_DISABLE_PIP_VERSION_CHECK="1")
+    install = _step("Install tjc")
+    done = subprocess.run(["bash", "-e", "-c", install["run"]], cwd=tmp_path,
+                          env={**env, **_env(install)}, capture_output=True, text=True,
+                          timeout=900, check=False)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert installed_from_the_release_wheel(next(venv.glob("lib/python3*/site-packages")))
+    work = tmp_path / "repo"
+    work.mkdir()
+    (work / "runtime.yaml").write_text(PRIVILEGED)
+    step = _step("tjc validate")
+    outputs = tmp_path / "outputs"
+    done = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=work,
+                          env={**env, **_env(step), "GITHUB_OUTPUT": str(outputs)},
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    assert outputs.read_text() == "exit-code=1\n"
+    assert "::error file=runtime.yaml,line=21" in done.stdout, done.stdout
