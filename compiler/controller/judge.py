@@ -93,7 +93,7 @@ class Judge:
         if kind not in KINDS or (old is not None and _deleting(obj)):
             return []
         policies, generation = self._policies()
-        today = datetime.datetime.fromtimestamp(self.clock(), datetime.UTC).date()
+        today = datetime.datetime.fromtimestamp(self.clock(), datetime.timezone.utc).date()
         judged = f"{generation}@{today.isoformat()}"
         if kind == "TrainJob":
             spec_only = {k: v for k, v in obj.items() if k != "status"}

@@ -207,7 +207,7 @@ class PolicyReports:
 
 
 def _day(now: float) -> datetime.date:
-    return datetime.datetime.fromtimestamp(now, datetime.UTC).date()
+    return datetime.datetime.fromtimestamp(now, datetime.timezone.utc).date()
 
 
 def _key(obj: Obj) -> tuple[str, str]:
