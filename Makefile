@@ -80,10 +80,11 @@ gitops-tools:
 e2e: setup e2e-binaries
 	TJC_E2E=1 $(BIN)/python -m pytest -m e2e tests/e2e
 
-# The parity oracle: Kubeflow Trainer v2.3.0's own Go code (pinned in parity/oracle/go.mod),
-# built once into ~/.cache/tjc-oracle for the differential tests (tests/parity/).
+# The parity oracles: each served Kubeflow Trainer release's own Go code (v2.3.0 pinned in
+# parity/oracle/go.mod, the others in parity/oracle/releases/<release>/go.mod), built once
+# each into ~/.cache/tjc-oracle for the differential tests (tests/parity/).
 oracle:
-	parity/oracle/build.sh
+	parity/oracle/build.sh --all
 
 # A long random differential campaign against the oracle: make parity N=20000
 N ?= 5000
