@@ -94,19 +94,23 @@ parity: setup oracle
 policies-test: setup
 	$(BIN)/tjc policies test
 
-# The generated files against the pinned upstream modules (CRDs and Go types, fetched through
-# the Go module proxy, versions in schemas/gotypes/go.mod): fails when one is stale.
+# The generated files against the pinned upstream modules (CRDs, built-in runtimes and Go
+# types of every served Trainer release, fetched through the Go module proxy, versions in
+# schemas/gotypes/go.mod and schemas/gotypes/releases/): fails when one is stale.
 schemas-check: setup
 	$(BIN)/python -m schemas.generate --check
-	cd schemas/gotypes && GOFLAGS=-mod=readonly go run . | diff -q - ../../compiler/kube/_go_facts.py \
+	cd schemas/gotypes && GOFLAGS=-mod=readonly CGO_ENABLED=0 go run -trimpath . \
+		| diff -q - ../../compiler/kube/_go_facts.py \
 		|| { echo "stale generated file: compiler/kube/_go_facts.py (make gofacts)" >&2; exit 1; }
 
 schemas: setup
 	$(BIN)/python -m schemas.generate
 
-# Facts about Go's JSON encoding of the JobSet types, from the pinned Go modules (needs Go).
+# Facts about Go's JSON encoding of the JobSet types, from the pinned Go modules (needs Go;
+# built as schemas.generate and the oracles build, so Go's build cache serves all three).
 gofacts:
-	cd schemas/gotypes && GOFLAGS=-mod=readonly go run . > ../../compiler/kube/_go_facts.py
+	cd schemas/gotypes && GOFLAGS=-mod=readonly CGO_ENABLED=0 go run -trimpath . \
+		> ../../compiler/kube/_go_facts.py
 
 golden: setup
 	TJC_UPDATE_GOLDEN=1 $(BIN)/python -m pytest -q tests/core/test_golden.py
