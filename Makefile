@@ -86,32 +86,38 @@ gitops-tools:
 e2e: setup e2e-binaries
 	TJC_E2E=1 $(BIN)/python -m pytest -m e2e tests/e2e
 
-# The parity oracle: Kubeflow Trainer v2.3.0's own Go code (pinned in parity/oracle/go.mod),
-# built once into ~/.cache/tjc-oracle for the differential tests (tests/parity/).
+# The parity oracles: each served Kubeflow Trainer release's own Go code (v2.3.0 pinned in
+# parity/oracle/go.mod, the others in parity/oracle/releases/<release>/go.mod), built once
+# each into ~/.cache/tjc-oracle for the differential tests (tests/parity/).
 oracle:
-	parity/oracle/build.sh
+	parity/oracle/build.sh --all
 
 # A long random differential campaign against the oracle: make parity N=20000
 N ?= 5000
 parity: setup oracle
-	TJC_PARITY_EXAMPLES=$(N) TJC_PARITY_RANDOM=1 $(BIN)/python -m pytest -q -s tests/parity/test_parity.py
+	TJC_PARITY_EXAMPLES=$(N) TJC_PARITY_RANDOM=1 $(BIN)/python -m pytest -q -s tests/parity/test_parity.py \
+		tests/parity/test_releases.py
 
 policies-test: setup
 	$(BIN)/tjc policies test
 
-# The generated files against the pinned upstream modules (CRDs and Go types, fetched through
-# the Go module proxy, versions in schemas/gotypes/go.mod): fails when one is stale.
+# The generated files against the pinned upstream modules (CRDs, built-in runtimes and Go
+# types of every served Trainer release, fetched through the Go module proxy, versions in
+# schemas/gotypes/go.mod and schemas/gotypes/releases/): fails when one is stale.
 schemas-check: setup
 	$(BIN)/python -m schemas.generate --check
-	cd schemas/gotypes && GOFLAGS=-mod=readonly go run . | diff -q - ../../compiler/kube/_go_facts.py \
+	cd schemas/gotypes && GOFLAGS=-mod=readonly CGO_ENABLED=0 go run -trimpath . \
+		| diff -q - ../../compiler/kube/_go_facts.py \
 		|| { echo "stale generated file: compiler/kube/_go_facts.py (make gofacts)" >&2; exit 1; }
 
 schemas: setup
 	$(BIN)/python -m schemas.generate
 
-# Facts about Go's JSON encoding of the JobSet types, from the pinned Go modules (needs Go).
+# Facts about Go's JSON encoding of the JobSet types, from the pinned Go modules (needs Go;
+# built as schemas.generate and the oracles build, so Go's build cache serves all three).
 gofacts:
-	cd schemas/gotypes && GOFLAGS=-mod=readonly go run . > ../../compiler/kube/_go_facts.py
+	cd schemas/gotypes && GOFLAGS=-mod=readonly CGO_ENABLED=0 go run -trimpath . \
+		> ../../compiler/kube/_go_facts.py
 
 golden: setup
 	TJC_UPDATE_GOLDEN=1 $(BIN)/python -m pytest -q tests/core/test_golden.py

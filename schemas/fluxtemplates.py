@@ -1,11 +1,13 @@
-"""Install the Flux plugin's script templates from the pinned Kubeflow Trainer Go module.
+"""Install the Flux plugin's script templates from the pinned Kubeflow Trainer Go modules.
 
 Upstream's Flux plugin fills three templates (`broker.toml`, `init.sh`, `entrypoint.sh`,
 embedded in `pkg/runtime/framework/plugins/flux/templates/` of github.com/kubeflow/trainer/v2)
 into the `<name>-flux-entrypoint` ConfigMap. tjc emits the same bytes, so it reads the same
-files; they are not kept in this repository but taken from the Go module proxy, at the version
-pinned here, when the package is built (setup.py, into `compiler/_native/flux/`) or by
-`make setup` (into `build/flux/` of a checkout).
+files; they are not kept in this repository but taken from the Go module proxy, at the
+versions named here, when the package is built (setup.py, into `compiler/_native/flux/`) or by
+`make setup` (into `build/flux/` of a checkout). The newest release's go into that folder,
+every other served release with a Flux plugin (v2.2 and later)'s into `releases/<v2_2_1>/` of
+it (`compiler.kube.releases` reads them; the release lists must agree, a test checks).
 
     python -m schemas.fluxtemplates DEST_DIR
 """
@@ -20,17 +22,25 @@ from pathlib import Path
 
 MODULE = "github.com/kubeflow/trainer/v2"
 VERSION = "v2.3.0"
+OLDER = ("v2.2.0", "v2.2.1")  # the other served releases with a Flux plugin
 SOURCE = "pkg/runtime/framework/plugins/flux/templates"
 NAMES = ("broker.toml", "entrypoint.sh", "init.sh")
 
 
 def install(go: str, dest: Path) -> None:
-    """Download the module (Go's module cache keeps it) and copy the templates to `dest`."""
-    out = subprocess.run([go, "mod", "download", "-json", f"{MODULE}@{VERSION}"],
+    """Download the modules (Go's module cache keeps them) and copy the templates to `dest`
+    (the newest release's) and `dest/releases/<key>/` (each older one's)."""
+    _install(go, VERSION, dest)
+    for version in OLDER:
+        _install(go, version, dest / "releases" / version.replace(".", "_"))
+
+
+def _install(go: str, version: str, dest: Path) -> None:
+    out = subprocess.run([go, "mod", "download", "-json", f"{MODULE}@{version}"],
                          capture_output=True, text=True, check=False, env=_env())
     info = json.loads(out.stdout or "{}")
     if out.returncode != 0 or "Dir" not in info:
-        raise RuntimeError(f"go mod download {MODULE}@{VERSION} failed: "
+        raise RuntimeError(f"go mod download {MODULE}@{version} failed: "
                            f"{info.get('Error') or out.stderr.strip()}")
     source = Path(info["Dir"]) / SOURCE
     dest.mkdir(parents=True, exist_ok=True)

@@ -1,13 +1,12 @@
 package main
 
-// One TrainJob with its runtimes, as a v2.3.0 cluster sees it: each runtime created (CRD
-// create path, then the runtime webhook unless the runtime opts out with the label
-// trainer.kubeflow.org/webhook-validation: disabled, as upstream's webhook objectSelector
-// does), the TrainJob created (CRD create path, then the TrainJob webhook's ValidateCreate),
-// then the controller's reconcile: nothing for a TrainJob managed by another controller, else
-// NewObjects of the runtime framework on a fake client built as upstream's
-// TestTrainingRuntimeNewObjects builds it; then the API server's verdict on the Jobs and Pods
-// of the JobSet built (pods.go).
+// One TrainJob with its runtimes, as a cluster running the oracle's Trainer release sees it:
+// each runtime created (CRD create path, then the runtime webhook unless its objectSelector
+// leaves the runtime out: release.go), the TrainJob created (CRD create path, then the
+// TrainJob webhook's ValidateCreate), then the controller's reconcile: nothing for a TrainJob
+// managed by another controller (release.go), else NewObjects of the runtime framework on a
+// fake client built as upstream's TestTrainingRuntimeNewObjects builds it; then the API
+// server's verdict on the Jobs and Pods of the JobSet built (pods.go).
 
 import (
 	"context"
@@ -20,10 +19,7 @@ import (
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	jobruntimes "github.com/kubeflow/trainer/v2/pkg/runtime"
-	"github.com/kubeflow/trainer/v2/pkg/runtime/core"
 	testingutil "github.com/kubeflow/trainer/v2/pkg/util/testing"
-	"github.com/kubeflow/trainer/v2/pkg/util/trainjob"
-	"github.com/kubeflow/trainer/v2/pkg/webhooks"
 )
 
 type admitted struct {
@@ -58,7 +54,7 @@ func runCase(kinds map[string]*crdKind, req *request) any {
 	if len(answer.TrainJob.Errors) > 0 {
 		return answer
 	}
-	if trainjob.IsManagedByExternalController(&tj) {
+	if managedExternally(&tj) {
 		answer.ManagedBy = *tj.Spec.ManagedBy
 		return answer
 	}
@@ -134,16 +130,16 @@ func admitRuntime(ctx context.Context, kinds map[string]*crdKind, raw json.RawMe
 		rt := &trainer.TrainingRuntime{}
 		if err := typed(obj, rt); err != nil {
 			webhookErr = err
-		} else if rt.Labels["trainer.kubeflow.org/webhook-validation"] != "disabled" {
-			_, webhookErr = (&webhooks.TrainingRuntimeValidator{}).ValidateCreate(ctx, rt)
+		} else if !webhookSkips(rt.Labels) {
+			webhookErr = validateTrainingRuntime(ctx, rt)
 		}
 		result = rt
 	} else {
 		rt := &trainer.ClusterTrainingRuntime{}
 		if err := typed(obj, rt); err != nil {
 			webhookErr = err
-		} else if rt.Labels["trainer.kubeflow.org/webhook-validation"] != "disabled" {
-			_, webhookErr = (&webhooks.ClusterTrainingRuntimeValidator{}).ValidateCreate(ctx, rt)
+		} else if !webhookSkips(rt.Labels) {
+			webhookErr = validateClusterTrainingRuntime(ctx, rt)
 		}
 		result = rt
 	}
@@ -195,7 +191,7 @@ func newRegistry(ctx context.Context, objects []client.Object) (map[string]jobru
 		builder.WithObjects(obj.DeepCopyObject().(client.Object))
 	}
 	c := builder.Build()
-	registry, err := core.New(ctx, c, testingutil.AsIndex(builder), nil)
+	registry, err := newRuntimes(ctx, c, testingutil.AsIndex(builder))
 	if err != nil {
 		panic(err)
 	}

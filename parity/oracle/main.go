@@ -1,4 +1,5 @@
-// Command oracle answers, one JSON request per stdin line, what Kubeflow Trainer v2.3.0,
+// Command oracle answers, one JSON request per stdin line, what Kubeflow Trainer (the release
+// go.mod pins: v2.3.0 here, another served release with releases/<version>/go.mod),
 // k8s.io/apimachinery, k8s.io/client-go and kube-apiserver's Job and Pod validation
 // (k8s.io/kubernetes) do with an input: the test oracle of trainjob-compiler's parity tests
 // (and of the controller's kubeconfig reading).
@@ -24,6 +25,8 @@
 //	kubeconfig {"path": "..."}: what k8s.io/client-go makes of a kubeconfig file (clientcmd's
 //	          loading and validation, the HTTP client, a request that is never dialled): ok
 //	          with the effective insecure and token-present flags, or the error.
+//	modules   {}: the versions of the modules the binary is built from (Trainer, JobSet,
+//	          k8s.io/api, k8s.io/kubernetes, controller-runtime).
 package main
 
 import (
@@ -32,6 +35,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/debug"
 )
 
 type request struct {
@@ -93,6 +97,30 @@ func serve(kinds map[string]*crdKind, req *request) any {
 		return jobTemplate(req.Spec, req.Name)
 	case "kubeconfig":
 		return kubeconfig(req.Path)
+	case "modules":
+		return modules()
 	}
 	return map[string]string{"fatal": "unknown op " + req.Op}
+}
+
+// modules answers the op "modules": module path -> version, for the modules that make a
+// release's behaviour.
+func modules() map[string]string {
+	out := map[string]string{}
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return out
+	}
+	for _, dep := range info.Deps {
+		switch dep.Path {
+		case "github.com/kubeflow/trainer/v2", "sigs.k8s.io/jobset", "k8s.io/api",
+			"k8s.io/kubernetes", "sigs.k8s.io/controller-runtime":
+			version := dep.Version
+			if dep.Replace != nil {
+				version = dep.Replace.Version
+			}
+			out[dep.Path] = version
+		}
+	}
+	return out
 }

@@ -1,9 +1,10 @@
 package main
 
-// What kube-apiserver (k8s.io/kubernetes v1.36.2) makes of the Jobs and Pods a JobSet's
-// replicated job becomes. The Job template first gets what JobSet v0.12 adds (its webhook's
+// What kube-apiserver (k8s.io/kubernetes at the version go.mod pins) makes of the Jobs and Pods
+// a JobSet's replicated job becomes. The Job template first gets what JobSet adds (its webhook's
 // defaults: Indexed completion, restartPolicy OnFailure; its controller's Job name, labels,
-// annotations, pod subdomain and the volumes of its volumeClaimPolicies); then the Job goes through the API server's create path (v1
+// annotations, pod subdomain and, from JobSet v0.11, the volumes of its volumeClaimPolicies:
+// release.go); then the Job goes through the API server's create path (v1
 // defaulting, conversion to the internal type, the Job strategy's BeforeCreate: batch and core
 // validation). When the Job is accepted, the first Pod the Job controller would create from its
 // template goes through the Pod create path the same way.
@@ -116,29 +117,6 @@ func firstPod(job *batchv1.Job) *corev1.Pod {
 		pod.Spec.Hostname = job.Name + "-0"
 	}
 	return pod
-}
-
-// addClaimVolumes adds what JobSet's controller (v0.12 addVolumes) adds for its
-// volumeClaimPolicies: a PVC volume `<template>-<jobset>` for each template a container or
-// init container mounts.
-func addClaimVolumes(job *batchv1.Job, js *jobset.JobSet) {
-	mounted := map[string]bool{}
-	pod := &job.Spec.Template.Spec
-	for _, c := range append(append([]corev1.Container{}, pod.Containers...), pod.InitContainers...) {
-		for _, m := range c.VolumeMounts {
-			mounted[m.Name] = true
-		}
-	}
-	for _, policy := range js.Spec.VolumeClaimPolicies {
-		for _, tpl := range policy.Templates {
-			if !mounted[tpl.Name] {
-				continue
-			}
-			pod.Volumes = append(pod.Volumes, corev1.Volume{Name: tpl.Name, VolumeSource: corev1.VolumeSource{
-				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: tpl.Name + "-" + js.Name},
-			}})
-		}
-	}
 }
 
 // create is the API server's create path for a typed v1 object: defaulting, conversion to the

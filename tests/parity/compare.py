@@ -125,13 +125,13 @@ def difference(oracle: Oracle, runtimes: list[Obj], trainjob: Obj) -> tuple[str,
 
 
 def _first_change(theirs: list[Obj], mine: list[Obj]) -> str:
-    """A short account of where two object lists part."""
+    """A short account of where two object lists part (the random SSH key material aside)."""
     by_name = {(o.get("kind"), o.get("metadata", {}).get("name")): o for o in theirs}
     for obj in mine:
         other = by_name.pop((obj.get("kind"), obj.get("metadata", {}).get("name")), None)
         if other is None:
             return f"tjc only: {obj.get('kind')} {obj.get('metadata', {}).get('name')}"
-        path = _diff_path(other, obj, "")
+        path = _diff_path(json.loads(_key(other)), json.loads(_key(obj)), "")
         if path is not None:
             return f"{obj.get('kind')}: {path}"
     return f"upstream only: {sorted(str(k) for k in by_name)}"

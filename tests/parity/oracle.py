@@ -2,7 +2,9 @@
 sigs.k8s.io/yaml) as one long-running process that answers JSON requests line by line.
 
 `parity/oracle/build.sh` builds it (pinned, cached); `oracle()` starts it once per test
-session. Where Go is missing the parity tests skip, except in CI (CI=true), where they fail.
+session. `build(release)` builds the oracle of another served Trainer release instead (its
+own module versions; `parity/oracle/releases/`). Where Go is missing the parity tests skip,
+except in CI (CI=true), where they fail.
 """
 
 from __future__ import annotations
@@ -50,16 +52,17 @@ class Oracle:
         self._proc.wait(timeout=30)
 
 
-def build() -> str:
-    """The oracle binary's path, building it first if needed; skips the calling test where
-    Go is missing outside CI."""
+def build(release: str | None = None) -> str:
+    """The oracle binary's path (of `release`, default the newest), building it first if
+    needed; skips the calling test where Go is missing outside CI."""
+    which = [release] if release else []
     if shutil.which("go") is None and not os.environ.get("CI"):
-        printed = subprocess.run([str(BUILD), "--print"], capture_output=True, text=True,
-                                 check=False).stdout.strip()
+        printed = subprocess.run([str(BUILD), "--print", *which], capture_output=True,
+                                 text=True, check=False).stdout.strip()
         if not printed or not Path(printed).exists():
             pytest.skip("the parity oracle needs Go (make test builds it)")
         return printed
-    done = subprocess.run([str(BUILD)], capture_output=True, text=True, check=False)
+    done = subprocess.run([str(BUILD), *which], capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"building the parity oracle failed:\n{done.stderr}")
     return done.stdout.strip().splitlines()[-1]
