@@ -20,6 +20,7 @@ from compiler.common.jsondata import Obj
 from compiler.core.context import CompileOptions
 from compiler.io import sshkeys
 from compiler.io.loader import Source
+from compiler.kube.releases import DEFAULT
 from compiler.pipeline.session import JobResult
 from compiler.render.pipeline import render_stream
 from tests.parity.oracle import Oracle
@@ -29,15 +30,18 @@ MORE_RUNS = 60  # before a difference in the objects is reported
 KEYS = sshkeys.from_file(str(Path(__file__).parents[1] / "data" / "test-only-mpi-key.pem"))
 
 
-def tjc_case(runtimes: list[Obj], trainjob: Obj) -> tuple[bool, list[Obj], list[Diagnostic]]:
-    """(refused, objects, diagnostics) of `tjc render` on the runtimes and the TrainJob."""
+def tjc_case(runtimes: list[Obj], trainjob: Obj, release: str = DEFAULT
+             ) -> tuple[bool, list[Obj], list[Diagnostic]]:
+    """(refused, objects, diagnostics) of `tjc render` on the runtimes and the TrainJob, for
+    the Kubeflow Trainer `release`."""
     sources = [Source("runtimes.json", json.dumps({"apiVersion": "v1", "kind": "List",
                                                    "items": runtimes})),
                Source("trainjob.json", json.dumps(trainjob))]
     diagnostics: list[Diagnostic] = []
     objects: list[Obj] = []
     rejected = False
-    for item in render_stream(sources, (), CompileOptions(ssh_keys=KEYS)):
+    for item in render_stream(sources, (), CompileOptions(ssh_keys=KEYS,
+                                                          trainer_version=release)):
         if isinstance(item, JobResult):
             objects = item.objects
             diagnostics += item.diagnostics
@@ -75,11 +79,13 @@ def _admission(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
     return others
 
 
-def difference(oracle: Oracle, runtimes: list[Obj], trainjob: Obj) -> tuple[str, str] | None:
-    """None when tjc agrees with upstream, else (class of the difference, detail)."""
+def difference(oracle: Oracle, runtimes: list[Obj], trainjob: Obj, release: str = DEFAULT
+               ) -> tuple[str, str] | None:
+    """None when tjc (for the Kubeflow Trainer `release`, the oracle's) agrees with upstream,
+    else (class of the difference, detail)."""
     request = {"op": "case", "runtimes": runtimes, "trainjob": trainjob}
     answer = oracle.ask({**request, "runs": RUNS})
-    _, objects, diagnostics = tjc_case(runtimes, trainjob)
+    _, objects, diagnostics = tjc_case(runtimes, trainjob, release)
     texts = "; ".join(d.text() for d in diagnostics if d.severity is Severity.ERROR)
     pods_refused = any(_pod_refusal(d) for d in diagnostics)
     diagnostics = _admission(diagnostics)

@@ -158,7 +158,11 @@ def model_name(runtime_name: str) -> str:
     return f"{fields[1].replace('.', '_')}/{fields[2].upper()}"
 
 
-def _bool_arg(args: list[str], key: str) -> bool:
+def _bool_arg(args: list[str], key: str, valued: bool = True) -> bool:
+    """Whether an argument names `key` with the value `true` (any case); before v2.3
+    (`valued` False, `Release.torchtune_bool_args`) whether any argument mentions it."""
+    if not valued:
+        return any(key in arg for arg in args)
     for arg in args:
         name, sep, value = arg.partition("=")
         if sep and key in name and value.strip().lower() == "true":
@@ -166,9 +170,11 @@ def _bool_arg(args: list[str], key: str) -> bool:
     return False
 
 
-def is_qlora(args: list[str]) -> bool:
-    """QLoRA: `model.quantize_base=true` unless `model.use_dora=true`."""
-    return not _bool_arg(args, "model.use_dora") and _bool_arg(args, "model.quantize_base")
+def is_qlora(args: list[str], valued: bool = True) -> bool:
+    """QLoRA: `model.quantize_base=true` unless `model.use_dora=true` (before v2.3: any
+    `quantize_base` argument unless one mentions `use_dora`)."""
+    return not _bool_arg(args, "model.use_dora", valued) and \
+        _bool_arg(args, "model.quantize_base", valued)
 
 
 def is_lora(args: list[str]) -> bool:
@@ -180,14 +186,15 @@ def recipe_and_config(ctx: Context, count: int, npp: int | str, gpus: int,
                       args: list[str]) -> tuple[str, str]:
     """TorchTune's recipe and config name (`getRecipeAndConfig`)."""
     recipe, suffix = "full_finetune_distributed", "_full"
+    qlora = is_qlora(args, ctx.release.torchtune_bool_args)
     if count == 1 and (npp == 1 or gpus == 1):
-        if is_qlora(args):
+        if qlora:
             recipe, suffix = "lora_finetune_single_device", "_qlora_single_device"
         elif is_lora(args):
             recipe, suffix = "lora_finetune_single_device", "_lora_single_device"
         else:
             recipe, suffix = "full_finetune_single_device", "_full_single_device"
-    elif count == 1 and is_qlora(args):
+    elif count == 1 and qlora:
         recipe, suffix = "lora_finetune_distributed", "_qlora"
     elif count == 1 and is_lora(args):
         recipe, suffix = "lora_finetune_distributed", "_lora"
@@ -265,7 +272,13 @@ def _torchtune(ctx: Context, trainer: Obj) -> Iterator[Diagnostic]:
     npp: int | str = trainer.get("numProcPerNode", "auto")
     _, config = recipe_and_config(ctx, num_nodes, npp, gpu_count(node_resources(ctx)), args)
     yield from _qlora(model, config)
-    if num_nodes > 1 and (is_lora(args) or is_qlora(args)):
+    if ctx.release.torchtune_strict_args:  # from v2.3
+        yield from _strict_args(num_nodes, args, ctx.release.torchtune_bool_args)
+
+
+def _strict_args(num_nodes: int, args: list[str], valued: bool) -> Iterator[Diagnostic]:
+    """v2.3's TorchTune checks: no LoRA on many nodes; no immutable config in the args."""
+    if num_nodes > 1 and (is_lora(args) or is_qlora(args, valued)):
         yield error("TJC-WEBHOOK-TORCHTUNE-LORA-MULTI-NODE",
                     "LoRA fine-tuning is not supported for multi-node training in TorchTune",
                     NUM_NODES)
