@@ -157,7 +157,9 @@ def admit_runtime(runtime: Mapping[str, Any], old: Mapping[str, Any] | None = No
 
 
 def _about_runtime(d: Diagnostic) -> Diagnostic:
-    if d.subject == "runtime":
+    """A runtime's diagnostic, about the runtime; but an amount its Pods would be refused for
+    stays about the Pods (subject `pods`): the cluster takes the runtime."""
+    if d.subject in ("runtime", "pods"):
         return d
     return Diagnostic(d.severity, d.rule, d.message, d.path, d.obj, "runtime", d.locations)
 
@@ -199,7 +201,7 @@ def admit_against(trainjob: Mapping[str, Any], runtime: tuple[Obj, list[Diagnost
     if runtime is not None:
         rt, problems = runtime
         if refused(problems):
-            found += [d for d in problems if d.severity is Severity.ERROR]
+            found += [d for d in problems if d.severity is Severity.ERROR and d.subject != "pods"]
             found.append(runtime_invalid(rt))
     found += trainjob_rules(well_typed(data, found), rt, old, release)
     return found
