@@ -15,8 +15,10 @@ drops the objects; render and the GitOps modes; the controller; `validate_docume
 
 A `Session` is one run: the runtime table, the previous versions, the policies, kubectl's field
 validation, the Kubeflow Trainer release (`compiler.core.release`: whose CRDs, webhook rules and
-controller the run reproduces) and the run's memos (each runtime checked once, whatever uses
-it). Pure but for the policy evaluator it is given; reads no file.
+controller the run reproduces), the JobSet release the cluster runs (when it is not the Trainer
+release's own, a warning for each field of a runtime or a compiled JobSet it would drop:
+`compiler.kube.jobsetapi`) and the run's memos (each runtime checked once, whatever uses it).
+Pure but for the policy evaluator it is given; reads no file.
 """
 
 from __future__ import annotations
@@ -28,11 +30,13 @@ from typing import TYPE_CHECKING, Any
 from compiler.common.diagnostics import (
     Diagnostic,
     ObjectRef,
+    Path,
     Severity,
+    format_path,
     one_per_problem,
     refused,
 )
-from compiler.common.jsondata import Obj
+from compiler.common.jsondata import Obj, get_path
 from compiler.core import admission
 from compiler.core.compile import CompileResult, compile_defaulted, compile_trainjob
 from compiler.core.context import CompileOptions
@@ -48,11 +52,14 @@ from compiler.core.resolve import (
 )
 from compiler.io.inputs import RuntimeEntry
 from compiler.io.loader import Document
+from compiler.kube import jobsetapi
 from compiler.kube.defaults import apply_defaults
 from compiler.pipeline import quirks
 
 if TYPE_CHECKING:
     from compiler.policy.check import PolicyChecker
+
+RUNTIME_SPEC: Path = ("spec", "template", "spec")
 
 
 @dataclass
@@ -92,12 +99,15 @@ class Session:
     def __init__(self, table: dict[RuntimeKey, RuntimeEntry],
                  previous: dict[ObjectKey, Obj] | None = None,
                  policies: PolicyChecker | None = None, fields: str = "strict",
-                 release: Release = DEFAULT_RELEASE) -> None:
+                 release: Release = DEFAULT_RELEASE, jobset: str | None = None) -> None:
         self.table = table
         self.previous = previous or {}
         self.policies = policies
         self.fields = fields  # kubectl's field validation of unknown fields
         self.release = release  # the options of `process` must name the same
+        # the cluster's JobSet release, when it is not the one the Trainer release is built
+        # with (whose API the runtime CRDs embed: nothing to check then)
+        self.jobset = jobset if jobset not in (None, release.jobset) else None
         self.runtimes: dict[tuple[str, int, tuple[str | int, ...]], Checked] = {}
 
     def runtime(self, doc: Document) -> Checked:
@@ -107,6 +117,8 @@ class Session:
         if checked is None:
             old = self.previous.get(object_key(doc.data))
             typed, found = admission.admit_runtime(doc.data, old, self.fields, self.release)
+            if self.jobset is not None:
+                found += self._dropped(get_path(typed, *RUNTIME_SPEC), RUNTIME_SPEC, "runtime")
             located = _locate(found, doc, None, object_ref(doc.data))
             if self.policies is not None:
                 located += self.policies.document(doc, typed)
@@ -155,10 +167,30 @@ class Session:
             return result
         compiled = compile_defaulted(data, entry.get(self.release), options=options)
         result.objects = list(compiled.objects)
-        result.diagnostics = _once(result.diagnostics, compiled.diagnostics, doc, entry.doc)
+        found = list(compiled.diagnostics)
+        if self.jobset is not None:
+            found += [d for obj in result.objects if obj.get("kind") == "JobSet"
+                      for d in self._dropped(obj.get("spec"), ("spec", "runtimeRef"),
+                                             "trainjob")]
+        result.diagnostics = _once(result.diagnostics, found, doc, entry.doc)
         if self.policies is not None and result.objects and compiled.origins is not None:
             result.diagnostics += self._jobset_policies(doc, data, entry, compiled)
         return result
+
+    def _dropped(self, spec: Any, at: Path, subject: str) -> list[Diagnostic]:
+        """A warning for each field of a JobSet spec (a runtime's template at `at`, else a
+        compiled JobSet's, reported at `at` of the TrainJob) the cluster's JobSet drops."""
+        jobset, own = self.jobset or "", self.release.jobset
+        out = []
+        for path in jobsetapi.dropped(spec, jobset):
+            where = (*at, *path) if subject == "runtime" else at
+            shown = "" if subject == "runtime" else f"JobSet spec.{format_path(path)}: "
+            out.append(Diagnostic(
+                Severity.WARNING, "TJC-JOBSET-DROPPED",
+                f"{shown}JobSet {jobset} does not know this field: its API server drops it "
+                f"from the JobSet silently (Kubeflow Trainer {self.release.version} is built "
+                f"with JobSet {own}); install JobSet {own}", where, subject=subject))
+        return out
 
     def _options(self, options: CompileOptions | None) -> CompileOptions | None:
         """The options of a compile in this session: of its release."""
