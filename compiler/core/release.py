@@ -85,6 +85,49 @@ GATES: Final = ("resources_per_node", "mpi_ssh_modes", "hostfile_all_replicas",
                 "initializer_mount_check", "mpi_reserved_envs", "flux_trainer_num_proc",
                 "runtime_webhook_selector", "patch_change_suspended_before", "managed_by_skip")
 
+# gate -> (catalogue entries of docs/releases.md, what it decides, the upstream file that changed)
+GATE_DOCS: Final = {
+    "resources_per_node": ("C1", "resourcesPerNode replaced (v2.1, v2.2) or merged over the "
+                           "runtime's (v2.3); which requests the PodGroup counts",
+                           "pkg/runtime/core/trainingruntime.go"),
+    "mpi_ssh_modes": ("C2", "file modes on the MPI SSH Secret volume",
+                      "pkg/runtime/framework/plugins/mpi/mpi.go"),
+    "hostfile_all_replicas": ("C3", "MPI hostfile lines for every replica of a job",
+                              "pkg/runtime/framework/plugins/jobset/jobset.go"),
+    "torchtune_bool_args": ("C4", "TorchTune QLoRA/DoRA need `=true`",
+                            "pkg/runtime/framework/plugins/torch/torchtune.go"),
+    "torchtune_strict_args": ("V4", "TorchTune refuses LoRA on many nodes and immutable args",
+                              "pkg/runtime/framework/plugins/torch/torchtune.go"),
+    "flux_shm_and_cores": ("C5", "Flux /dev/shm volume, `flux R encode --cores`",
+                           "pkg/runtime/framework/plugins/flux/flux.go"),
+    "podset_command": ("C5", "the PodSet carries image and command (Flux's app command)",
+                       "pkg/runtime/runtime.go"),
+    "jax_trainer_job_required": ("C7", "JAX without a trainer job fails the reconcile",
+                                 "pkg/runtime/framework/plugins/jax/jax.go"),
+    "patch_merge": ("C8, C9", "runtimePatches merged per job (v2.2) or on the whole spec "
+                    "(v2.3); podTemplateOverrides (v2.1)", "pkg/runtime/core/trainingruntime.go"),
+    "num_proc_strings": ("C10", "numProcPerNode auto/cpu/gpu and the torch policy's own",
+                         "pkg/runtime/framework/plugins/torch/torch.go"),
+    "absent_plugins": ("C11", "no JAX, XGBoost or Flux plugin (PlainML runs)",
+                       "pkg/runtime/framework/plugins/registry.go"),
+    "torch_checks_need_num_proc": ("V9, C12", "torch's checks run only with numProcPerNode",
+                                   "pkg/runtime/framework/plugins/torch/torch.go"),
+    "initializer_mount_check": ("V2", "initializer containers must mount `initializer`",
+                                "pkg/runtime/framework/plugins/jobset/jobset.go"),
+    "mpi_reserved_envs": ("V3", "OpenMPI env names are reserved",
+                          "pkg/runtime/framework/plugins/mpi/mpi.go"),
+    "flux_trainer_num_proc": ("V5", "Flux checks the TrainJob's numProcPerNode",
+                              "pkg/runtime/framework/plugins/flux/flux.go"),
+    "runtime_webhook_selector": ("V1", "runtimes labelled webhook-validation: disabled skip "
+                                 "the webhook", "manifests/base/webhook/patch_validating.yaml"),
+    "patch_change_suspended_before": ("K4", "runtimePatches change when suspended before "
+                                      "(or after) the update",
+                                      "pkg/runtime/framework/plugins/jobset/jobset.go"),
+    "managed_by_skip": ("K1", "TrainJobs managed by MultiKueue get no objects",
+                        "pkg/controller/trainjob_controller.go"),
+}
+assert tuple(GATE_DOCS) == GATES, "a gate without its documentation"
+
 _V2_2: Final = Release(
     "v2.2.1", resources_per_node="replace", mpi_ssh_modes=False, hostfile_all_replicas=False,
     torchtune_bool_args=False, torchtune_strict_args=False, flux_shm_and_cores=False,
