@@ -28,11 +28,11 @@ from compiler.core.plugins import registry
 from compiler.core.plugins.base import PluginSpec
 from compiler.core.plugins.graph import build_graph, plugin_order
 from compiler.core.provenance import Recorder, root_of
+from compiler.core.release import DEFAULT as DEFAULT_RELEASE
+from compiler.core.release import Release
 from compiler.core.resolve import RUNTIME_KINDS, not_found, runtime_key, wanted_key
 from compiler.io import emit
 from compiler.io.loader import Document
-from compiler.core.release import DEFAULT as DEFAULT_RELEASE
-from compiler.core.release import Release
 from compiler.kube.defaults import apply_defaults, default_in_place
 from compiler.kube.structural import sanitize
 
