@@ -207,8 +207,9 @@ def build_context(trainjob: Obj, runtime: Obj, spec: Obj, merged: MergedSpecs | 
     rt_spec = runtime.get("spec") or {}
     template = rt_spec.get("template") or {}
     ml_policy = rt_spec.get("mlPolicy")
-    patches = runtime_patches(trainjob)
-    labels, annotations = _propagated_metadata(template, patches)
+    patches = spec_patches(trainjob, release)
+    labels, annotations = _propagated_metadata(template, [*patches, *_own_metadata(
+        trainjob, release)])
     root = (JOBSET_ROOT, str((trainjob.get("metadata") or {}).get("name", "")))
     raw = template.get("spec")
     merged = merged if merged is not None else MergedSpecs(release)
@@ -241,6 +242,48 @@ def build_context(trainjob: Obj, runtime: Obj, spec: Obj, merged: MergedSpecs | 
 def runtime_patches(trainjob: Obj) -> list[Obj]:
     patches = trainjob.get("spec", {}).get("runtimePatches") or []
     return [p for p in patches if isinstance(p, dict)]
+
+
+SOURCE = "tjc.source"  # where a patch made from another v2.1 field comes from (a TrainJob path)
+
+
+def spec_patches(trainjob: Obj, release: Release = DEFAULT_RELEASE) -> list[Obj]:
+    """What changes the runtime's JobSet template, as runtime patches: the TrainJob's own,
+    or v2.1's `spec.podTemplateOverrides` (`Release.patch_merge`), each override the patch of
+    the pod template of every job it targets (marked with its `SOURCE`)."""
+    if release.patch_merge != "overrides":
+        return runtime_patches(trainjob)
+    overrides = (trainjob.get("spec") or {}).get("podTemplateOverrides") or []
+    return [_override_patch(k, override, release) for k, override in enumerate(overrides)
+            if isinstance(override, dict)]
+
+
+def _override_patch(k: int, override: Obj, release: Release) -> Obj:
+    """`mergePodTemplateOverrides`' patch of one override: its metadata labels and
+    annotations and its spec (Go-encoded), merged into each target job's pod template."""
+    typed_override = typed.pod_template_override(override, release.version)
+    pod: Obj = {}
+    meta = typed_override.get("metadata") or {}
+    kept = {key: meta[key] for key in ("labels", "annotations") if meta.get(key) is not None}
+    if kept:
+        pod["metadata"] = kept
+    if isinstance(typed_override.get("spec"), dict):
+        pod["spec"] = typed_override["spec"]
+    targets = dict.fromkeys(str(t.get("name", "")) for t in typed_override.get("targetJobs") or []
+                            if isinstance(t, dict))
+    jobs = [{"name": name, "template": {"spec": {"template": pod}}} for name in targets]
+    return {"trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": jobs}}},
+            SOURCE: ("spec", "podTemplateOverrides", k)}
+
+
+def _own_metadata(trainjob: Obj, release: Release) -> list[Obj]:
+    """v2.1's `spec.labels` and `spec.annotations`, which override the runtime template's on
+    the JobSet, as a patch of its metadata (none from v2.2: the CRD has no such field)."""
+    spec = trainjob.get("spec") or {}
+    meta = {key: spec[key] for key in ("labels", "annotations") if isinstance(spec.get(key), dict)}
+    if release.patch_merge != "overrides" or not meta:
+        return []
+    return [{"trainingRuntimeSpec": {"template": {"metadata": meta}}, SOURCE: ("spec",)}]
 
 
 def _patch_template(patch: Obj) -> Obj:
@@ -325,7 +368,9 @@ def _metadata_origin(name: str, key: Any, patches: list[Obj]) -> Origin:
                     ("spec", "template", "metadata", name, key))
     for i, patch in enumerate(patches):
         meta = (_patch_template(patch).get("metadata") or {}).get(name) or {}
-        if key in meta:
+        if key in meta and SOURCE in patch:  # v2.1's spec.labels / spec.annotations
+            origin = copied(f"trainJob spec.{name}", "trainjob", (*patch[SOURCE], name, key))
+        elif key in meta:
             origin = copied(f"trainJob spec.runtimePatches[{i}] (manager "
                             f"{patch.get('manager', '')})", "trainjob",
                             (*PATCHES, i, "trainingRuntimeSpec", "template", "metadata",
@@ -464,7 +509,9 @@ def merge_each(spec: Obj, patches: list[Obj], release: Release = DEFAULT_RELEASE
         pspec = _patch_template(patch).get("spec")
         if not isinstance(pspec, dict):
             continue
-        if release.patch_merge == "jobs":
+        if release.patch_merge == "overrides":  # (typed as it was made: `spec_patches`)
+            _merge_jobs(spec, pspec)
+        elif release.patch_merge == "jobs":
             _merge_jobs(spec, _typed_patch(pspec, release))
         else:
             spec = smp.merge_into(spec, _typed_patch(pspec, release))
@@ -485,6 +532,9 @@ def _merge_jobs(spec: Obj, pspec: Obj) -> None:
 
 
 def _patch_origin(root: Path, k: int, patch: Obj) -> Origin:
+    if SOURCE in patch:  # v2.1's podTemplateOverrides[k]
+        return Origin(f"trainJob spec.podTemplateOverrides[{k}]", "trainjob",
+                      (*patch[SOURCE], "spec"), anchor=(*root, "spec"))
     return Origin(f"trainJob spec.runtimePatches[{k}] (manager {patch.get('manager', '')})",
                   "trainjob", (*PATCHES, k, *PATCH_SPEC), anchor=(*root, "spec"))
 

@@ -112,14 +112,16 @@ def validate_trainjob(trainjob: Obj, runtime: Obj | None, *, old: Obj | None = N
     if facts.deprecated is not None:
         found.append(facts.deprecated)
     job = Admission(trainjob, runtime, release=release)
-    if as_dict(trainjob.get("spec")).get("runtimePatches"):
+    if job.patches:
         problem = job.merge_problem()  # only patches can keep the context from being built
         if problem is not None:
             found.append(problem)
     for validate in facts.validators:
         found.extend(validate(job))
     found.extend(_jobset(job))
-    if old is not None:
+    if old is not None and release.patch_merge == "overrides":
+        found.extend(_overrides_immutable(job, old))
+    elif old is not None:
         found.extend(_patches_immutable(job, old))
     return found
 
@@ -235,7 +237,7 @@ def _jobset(job: Admission) -> Iterator[Diagnostic]:
             if isinstance(initializer.get(key), dict):
                 yield from _initializer(spec, names, name, config,
                                         job.release.initializer_mount_check)
-    yield from _patches(job)
+    yield from _overrides(job) if job.release.patch_merge == "overrides" else _patches(job)
 
 
 def _container_names(spec: Obj) -> dict[str, set[str]]:
@@ -353,6 +355,46 @@ def _manager(value: str, path: Path) -> Iterator[Diagnostic]:
     if not _PATH.fullmatch(rest):
         yield error(rule, f"invalid value {_q(rest)}: invalid path (regex used for validation "
                     f"is '{_HTTP_PATH}')", path)
+
+
+OVERRIDES: Path = ("spec", "podTemplateOverrides")
+
+
+def _overrides(job: Admission) -> Iterator[Diagnostic]:
+    """v2.1's JobSet `Validate` of `spec.podTemplateOverrides`: each target job exists in the
+    runtime, and its override gives no env to the node and initializer containers (an
+    override container the job lacks is merged in, as a runtime patch's is)."""
+    overrides = as_list(job.spec.get("podTemplateOverrides"))
+    if not overrides:
+        return
+    names = _runtime_facts(job.runtime, job.release).names
+    for i, override in enumerate(overrides):
+        spec = as_dict(override.get("spec"))
+        for j, target in enumerate(as_list(override.get("targetJobs"))):
+            if str(target.get("name", "")) not in names:
+                yield error("TJC-WEBHOOK-OVERRIDE-JOB", "must not have targetJob that doesn't "
+                            "exist in the runtime job template",
+                            (*OVERRIDES, i, "targetJobs", j, "name"))
+        for k, container in enumerate(as_list(spec.get("containers"))):
+            if container.get("env") and container.get("name") in PATCH_ENV_CONTAINERS:
+                yield error("TJC-WEBHOOK-OVERRIDE-ENV",
+                            f"must not have envs for the {DATASET_INITIALIZER}, "
+                            f"{MODEL_INITIALIZER}, {NODE} containers; set them in "
+                            "spec.trainer.env or spec.initializer instead",
+                            (*OVERRIDES, i, "spec", "containers", k, "env"))
+
+
+def _overrides_immutable(job: Admission, old: Obj) -> Iterator[Diagnostic]:
+    """v2.1, on update: podTemplateOverrides change only when the TrainJob is suspended
+    after the update (the active-JobSet check needs a cluster and is skipped)."""
+    version = job.release.version
+    old_doc = default_in_place("TrainJob", sanitize("TrainJob", old, subject="trainjob",
+                                                    release=version)[0], version)
+    before = _prune(as_dict(old_doc.get("spec")).get("podTemplateOverrides"))
+    if before != _prune(job.spec.get("podTemplateOverrides")) and \
+            job.spec.get("suspend") is not True:
+        yield error("TJC-WEBHOOK-OVERRIDE-IMMUTABLE", "podTemplateOverrides can only be "
+                    "modified when the TrainJob is suspended", OVERRIDES)
 
 
 def _patches_immutable(job: Admission, old: Obj) -> Iterator[Diagnostic]:

@@ -43,6 +43,7 @@ def render_stream(sources: Iterable[Source], builtin: Sequence[Document] = (),
     table, notes = runtime_table(sources, builtin, placement)
     yield from notes
     session = Session(table, policies=policies,
+                      fields=options.field_validation if options is not None else "strict",
                       release=options.release if options is not None else DEFAULT_RELEASE)
     names = Names()
     for source in sources:

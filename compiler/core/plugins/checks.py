@@ -21,7 +21,7 @@ from compiler.common.diagnostics import Diagnostic, Path, Severity, error
 from compiler.common.errors import TjcError
 from compiler.common.jsondata import Obj, fast_copy, get_path
 from compiler.common.perobject import per_object
-from compiler.core.context import Context, build_context, merge_each, runtime_patches
+from compiler.core.context import Context, build_context, merge_each, spec_patches
 from compiler.core.release import DEFAULT as DEFAULT_RELEASE
 from compiler.core.release import Release
 from compiler.kube import roundtrip as typed
@@ -65,10 +65,9 @@ class Admission:
         every merge list of the patches and of the runtime's typed spec is `keyed`."""
         version = self.release.version
         if "ctx" not in self.__dict__ and not self.merge_known and not (
-                keyed(self.spec.get("runtimePatches")) and _typed_facts(self.runtime, version)[1]):
+                keyed(self.patches) and _typed_facts(self.runtime, version)[1]):
             try:
-                merge_each(_typed_spec(self.runtime, version), runtime_patches(self.trainjob),
-                           self.release)
+                merge_each(_typed_spec(self.runtime, version), self.patches, self.release)
             except TjcError as exc:
                 self.problem = exc.diagnostic
                 self.__dict__["ctx"] = None  # what `ctx` would give: no context
@@ -83,7 +82,7 @@ class Admission:
         typed spec itself is returned, shared by every TrainJob of the runtime: read only."""
         if "ctx" not in self.__dict__ and not any(
                 isinstance(get_path(patch, *PATCH_SPEC), dict)
-                for patch in runtime_patches(self.trainjob)):
+                for patch in self.patches):
             return _typed(self.runtime, self.release.version)
         return self.ctx.spec if self.ctx is not None else None
 
@@ -95,7 +94,7 @@ class Admission:
         list item; where a release merges job patches into the runtime's jobs only,
         `Release.patch_merge`, the patches add none)."""
         if "ctx" not in self.__dict__:
-            specs = [get_path(patch, *PATCH_SPEC) for patch in runtime_patches(self.trainjob)]
+            specs = [get_path(patch, *PATCH_SPEC) for patch in self.patches]
             lists = [spec.get("replicatedJobs") for spec in specs if isinstance(spec, dict)]
             if all(jobs is None or isinstance(jobs, list) for jobs in lists) \
                     and self.merge_problem() is None:
@@ -107,6 +106,12 @@ class Admission:
                 return names
         spec = self.template_spec()
         return None if spec is None else {name for name, _ in job_pods(spec)}
+
+    @functools.cached_property
+    def patches(self) -> list[Obj]:
+        """What changes the runtime's template: the runtime patches (v2.1: the pod template
+        overrides), `compiler.core.context.spec_patches`."""
+        return spec_patches(self.trainjob, self.release)
 
     @functools.cached_property
     def spec(self) -> Obj:

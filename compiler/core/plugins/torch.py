@@ -66,6 +66,7 @@ RESERVED_ENVS = frozenset(ENV_NAMES)
 TORCHTUNE_MODELS = frozenset({"llama3_2/1B", "llama3_2/3B", "llama3_3/70B", "qwen2_5/1.5B"})
 LLAMA_70B, QWEN_1_5B = "llama3_3/70B", "qwen2_5/1.5B"
 QLORA_SUFFIX, QLORA_SINGLE_DEVICE_SUFFIX = "_qlora", "_qlora_single_device"
+NUM_PROC_NAMES = ("auto", "cpu", "gpu")  # v2.1's numProcPerNode strings
 IMMUTABLE_CONFIGS = frozenset({"output_dir", "tokenizer.path", "checkpointer.checkpoint_dir",
                                "tokenizer.merges_file"})
 
@@ -76,12 +77,15 @@ def active(ctx: Context) -> bool:
 
 
 def num_proc_per_node(ctx: Context) -> tuple[int | str, int]:
-    """PET_NPROC_PER_NODE (`auto` or an int) and the GPU count it was decided from."""
+    """PET_NPROC_PER_NODE (`auto`, v2.1's `gpu`, or an int) and the GPU count it was decided
+    from: the TrainJob's numProcPerNode, else the torch policy's (v2.1: its CRD's only), else
+    `auto`; `auto` without GPUs, and v2.1's `cpu`, become the CPU count."""
     trainer = ctx.trainer or {}
-    npp: int | str = trainer.get("numProcPerNode", "auto")
+    policy = (ctx.ml_policy or {}).get("torch") or {}
+    npp: int | str = trainer.get("numProcPerNode", policy.get("numProcPerNode", "auto"))
     res = node_resources(ctx)
     gpus = gpu_count(res)
-    if npp == "auto" and gpus == 0:
+    if npp == "cpu" or (npp == "auto" and gpus == 0):
         npp = int32(max(1, cpu_count(res)))
     return npp, gpus
 
@@ -142,7 +146,7 @@ def _tune_command(ctx: Context, count: int, npp: int | str, gpus: int) -> list[s
     """`tune run` plus rendezvous (multi-node or multi-device), recipe, config, overrides."""
     trainer = ctx.trainer or {}
     command = list(TUNE_ENTRYPOINT)
-    multi_device = (isinstance(npp, int) and npp > 1) or (npp == "auto" and gpus > 1)
+    multi_device = (isinstance(npp, int) and npp > 1) or (isinstance(npp, str) and gpus > 1)
     if count > 1 or multi_device:
         command.append(f"--rdzv_endpoint={node_zero_host(ctx)}:{TRAINER_PORT}")
     recipe, config = recipe_and_config(ctx, count, npp, gpus, trainer.get("args") or [])
@@ -232,9 +236,29 @@ def validate(job: Admission) -> Iterator[Diagnostic]:
     trainer = job.trainer
     if trainer is None:
         return
+    if job.release.torch_checks_need_num_proc:  # v2.1 checks nothing more without it
+        if "numProcPerNode" not in trainer:
+            return
+        yield from _num_proc_strings(trainer)
     yield from reserved_envs("TJC-WEBHOOK-TORCH-RESERVED-ENV", trainer, RESERVED_ENVS)
     if trainer.get("command") == TUNE_ENTRYPOINT and job.ctx is not None:
+        if job.release.torch_checks_need_num_proc and \
+                not isinstance(trainer.get("numNodes"), int):  # v2.1 reads it unchecked
+            yield error("TJC-WEBHOOK-TORCHTUNE-NO-NUM-NODES", "TorchTune's check reads "
+                        f"spec.trainer.numNodes: without it Kubeflow Trainer "
+                        f"{job.release.version}'s webhook fails and the TrainJob is refused; "
+                        "set numNodes", ("spec", "trainer"))
+            return
         yield from _torchtune(job.ctx, trainer)
+
+
+def _num_proc_strings(trainer: Obj) -> Iterator[Diagnostic]:
+    """v2.1's numProcPerNode is an int or one of `auto`, `cpu`, `gpu`."""
+    npp = trainer.get("numProcPerNode")
+    if isinstance(npp, str) and npp not in NUM_PROC_NAMES:
+        yield error("TJC-WEBHOOK-TORCH-NUM-PROC-PER-NODE", f"numProcPerNode is {go_quote(npp)}: "
+                    f"must have an int value or [{' '.join(NUM_PROC_NAMES)}]",
+                    ("spec", "trainer", "numProcPerNode"))
 
 
 def _injection_targets(spec: Obj, torch: Obj) -> Iterator[Diagnostic]:
