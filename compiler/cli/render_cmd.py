@@ -59,10 +59,9 @@ examples (run from the repository's top folder):
   kustomize build examples/gitops/base | tjc render --passthrough -   everything, rendered
   helm template my-app examples/helm-chart/ --post-renderer tjc --post-renderer-args render \\
       --post-renderer-args --passthrough --post-renderer-args -
-  tjc render -j 4 examples/ --output-dir rendered/   in 4 processes (same output as -j 1)
   tjc render examples/ --trainer-version v2.2.1   what a Kubeflow Trainer v2.2.1 cluster makes
-                                                (a repository pins it in .tjc.yaml:
-                                                trainerVersion: v2.2.1)
+                                                (pin it in the repository's .tjc.yaml)
+  tjc render -j 4 examples/ --output-dir rendered/   in 4 processes (same output as -j 1)
 """
 
 
