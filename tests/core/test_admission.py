@@ -130,3 +130,23 @@ def test_a_fractional_gpu_is_refused_where_it_reaches_a_pod(
 def test_error_types_are_exported() -> None:
     assert issubclass(compiler.InputError, compiler.TjcError)
     assert issubclass(compiler.CompileError, compiler.TjcError)
+
+
+def test_a_runtimes_fractional_sidecar_amount_refuses_only_its_pods() -> None:
+    """A fractional extended resource in a runtime's sidecar: the API server stores the
+    runtime and the TrainJob (upstream's oracle takes both) and refuses only the Pods, so
+    neither is refused at admission: the amount is reported where it is written, about the
+    Pods, and the TrainJob compiles."""
+    runtime = _torch()
+    runtime = copy.deepcopy(runtime)
+    pod = runtime["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"][
+        "template"]["spec"]
+    pod["containers"].append({"name": "sidecar", "image": "busybox:1.36",
+                              "resources": {"limits": {"example.com/foo": "500m"}}})
+    from compiler.core.admission import admit_runtime
+
+    _, found = admit_runtime(runtime)
+    amounts = [d for d in found if d.rule == "TJC-RESOURCE-NOT-INTEGER"]
+    assert amounts and all(d.subject == "pods" for d in amounts)
+    assert "TJC-RUNTIME-INVALID" not in _errors(admit(TRAINJOB, runtime))
+    assert compile_trainjob(TRAINJOB, runtime).objects
