@@ -151,7 +151,9 @@ def admit_runtime(runtime: Mapping[str, Any], old: Mapping[str, Any] | None = No
 
 
 def _about_runtime(d: Diagnostic) -> Diagnostic:
-    if d.subject == "runtime":
+    """A runtime's diagnostic, about the runtime (one about its Pods stays about the Pods: the
+    API server stores the runtime, and refuses only the Pods made from it later)."""
+    if d.subject in ("runtime", "pods"):
         return d
     return Diagnostic(d.severity, d.rule, d.message, d.path, d.obj, "runtime", d.locations)
 

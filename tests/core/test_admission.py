@@ -13,6 +13,7 @@ import compiler
 from compiler import admit, compile_trainjob, validate_documents
 from compiler.common.diagnostics import Severity
 from compiler.common.jsondata import Obj
+from compiler.core import admission
 from compiler.io.builtin import builtin_runtimes
 
 TRAINJOB: Obj = {
@@ -125,6 +126,23 @@ def test_a_fractional_gpu_is_refused_where_it_reaches_a_pod(
     assert [(d.rule, d.path, d.subject) for d in refused] == \
         ([("TJC-RESOURCE-NOT-INTEGER", where, "pods")] if where else [])
     assert any(o["kind"] == "JobSet" for o in result.objects)  # the cluster takes them
+
+
+def test_a_runtime_whose_pods_would_be_refused_is_still_stored() -> None:
+    """The API server stores a runtime with a fractional GPU request in a sidecar (the parity
+    oracle accepts it) and refuses only the Pods made from it: admission says so about the
+    Pods (subject `pods`), and the TrainJob's runtime is not invalid (before, the runtime's
+    admission made it `runtime`, so the library and the controller refused the TrainJob
+    with TJC-RUNTIME-INVALID where validate and render did not)."""
+    runtime = copy.deepcopy(_torch())
+    pod = runtime["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"][
+        "template"]["spec"]
+    pod["containers"].append({"name": "sidecar", "image": "img:1",
+                              "resources": {"requests": {"nvidia.com/gpu": "1.5"}}})
+    _, found = admission.admit_runtime(runtime)
+    assert [(d.rule, d.subject) for d in found if d.severity is Severity.ERROR] == \
+        [("TJC-RESOURCE-NOT-INTEGER", "pods")]
+    assert "TJC-RUNTIME-INVALID" not in _errors(admit(TRAINJOB, runtime))
 
 
 def test_error_types_are_exported() -> None:
