@@ -157,8 +157,8 @@ def admit_runtime(runtime: Mapping[str, Any], old: Mapping[str, Any] | None = No
 
 
 def _about_runtime(d: Diagnostic) -> Diagnostic:
-    """A runtime's diagnostic, about the runtime; but an amount its Pods would be refused for
-    stays about the Pods (subject `pods`): the cluster takes the runtime."""
+    """A runtime's diagnostic, about the runtime (one about its Pods stays about the Pods: the
+    API server stores the runtime, and refuses only the Pods made from it later)."""
     if d.subject in ("runtime", "pods"):
         return d
     return Diagnostic(d.severity, d.rule, d.message, d.path, d.obj, "runtime", d.locations)
@@ -201,7 +201,7 @@ def admit_against(trainjob: Mapping[str, Any], runtime: tuple[Obj, list[Diagnost
     if runtime is not None:
         rt, problems = runtime
         if refused(problems):
-            found += [d for d in problems if d.severity is Severity.ERROR and d.subject != "pods"]
+            found += [d for d in problems if d.severity is Severity.ERROR]
             found.append(runtime_invalid(rt))
     found += trainjob_rules(well_typed(data, found), rt, old, release)
     return found
