@@ -57,6 +57,7 @@ class Release:
     flux_trainer_num_proc: bool = True  # V5: Flux checks the TrainJob's numProcPerNode
     runtime_webhook_selector: bool = True  # V1: webhook-validation: disabled skips runtimes
     patch_change_suspended_before: bool = True  # K4: suspended before or after the update
+    # (v2.1's podTemplateOverrides: after only)
     managed_by_skip: bool = True  # K1: kueue.x-k8s.io/multikueue TrainJobs are left alone
 
     @property
@@ -140,6 +141,7 @@ _TABLE: Final = {
     "v2.2.1": _V2_2,
     "v2.2.0": replace(_V2_2, version="v2.2.0", patch_change_suspended_before=False),
     "v2.1.0": replace(_V2_2, version="v2.1.0", resources_per_node="builder",
+                      patch_change_suspended_before=False,
                       jax_trainer_job_required=False, patch_merge="overrides",
                       num_proc_strings=True, torch_checks_need_num_proc=True,
                       absent_plugins=frozenset({"jax", "xgboost", "flux"})),

@@ -390,9 +390,12 @@ def _overrides_immutable(job: Admission, old: Obj) -> Iterator[Diagnostic]:
     version = job.release.version
     old_doc = default_in_place("TrainJob", sanitize("TrainJob", old, subject="trainjob",
                                                     release=version)[0], version)
-    before = _prune(as_dict(old_doc.get("spec")).get("podTemplateOverrides"))
-    if before != _prune(job.spec.get("podTemplateOverrides")) and \
-            job.spec.get("suspend") is not True:
+    old_spec = as_dict(old_doc.get("spec"))
+    if _prune(old_spec.get("podTemplateOverrides")) == _prune(
+            job.spec.get("podTemplateOverrides")):
+        return
+    before = job.release.patch_change_suspended_before  # (False: v2.1 asks after only)
+    if not ((before and old_spec.get("suspend") is True) or job.spec.get("suspend") is True):
         yield error("TJC-WEBHOOK-OVERRIDE-IMMUTABLE", "podTemplateOverrides can only be "
                     "modified when the TrainJob is suspended", OVERRIDES)
 

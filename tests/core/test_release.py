@@ -92,3 +92,33 @@ def test_a_runtime_prepared_for_one_release_is_not_compiled_for_another() -> Non
         compile_trainjob(TRAINJOB, prepared)
     assert compile_trainjob(TRAINJOB, prepared,
                             options=CompileOptions(trainer_version="v2.2.1")).ok
+
+
+def test_v2_1_admits_pod_template_overrides_as_its_webhook_does() -> None:
+    """v2.1.0's JobSet `Validate`: an override's target job must exist, it gives no env to the
+    node container, and on an update the overrides change only while suspended (C9); its
+    torch `Validate` takes numProcPerNode `auto`, `cpu`, `gpu` or an int (V9)."""
+    from compiler import admit
+
+    v21 = release_of("v2.1.0")
+
+    def rules(job: dict[str, Any], old: dict[str, Any] | None = None) -> set[str]:
+        return {d.rule for d in admit(job, RUNTIME, old, release=v21)
+                if d.severity.name == "ERROR"}
+
+    def with_spec(**fields: Any) -> dict[str, Any]:
+        return {**TRAINJOB, "spec": {**TRAINJOB["spec"], **fields}}
+
+    good = [{"targetJobs": [{"name": "node"}], "spec": {"nodeSelector": {"pool": "a"}}}]
+    assert rules(with_spec(podTemplateOverrides=good)) == set()
+    assert rules(with_spec(podTemplateOverrides=[{"targetJobs": [{"name": "nope"}]}])) == {
+        "TJC-WEBHOOK-OVERRIDE-JOB"}
+    env = [{"targetJobs": [{"name": "node"}], "spec": {"containers": [
+        {"name": "node", "env": [{"name": "A", "value": "1"}]}]}}]
+    assert rules(with_spec(podTemplateOverrides=env)) == {"TJC-WEBHOOK-OVERRIDE-ENV"}
+    assert rules(with_spec(podTemplateOverrides=good), old=TRAINJOB) == {
+        "TJC-WEBHOOK-OVERRIDE-IMMUTABLE"}
+    assert rules(with_spec(podTemplateOverrides=good, suspend=True), old=TRAINJOB) == set()
+    trainer = {**TRAINJOB["spec"]["trainer"], "numProcPerNode": "many"}
+    assert rules(with_spec(trainer=trainer)) == {"TJC-WEBHOOK-TORCH-NUM-PROC-PER-NODE"}
+    assert rules(with_spec(trainer={**trainer, "numProcPerNode": "gpu"})) == set()

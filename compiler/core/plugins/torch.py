@@ -82,7 +82,8 @@ def num_proc_per_node(ctx: Context) -> tuple[int | str, int]:
     `auto`; `auto` without GPUs, and v2.1's `cpu`, become the CPU count."""
     trainer = ctx.trainer or {}
     policy = (ctx.ml_policy or {}).get("torch") or {}
-    npp: int | str = trainer.get("numProcPerNode", policy.get("numProcPerNode", "auto"))
+    own = policy.get("numProcPerNode", "auto") if ctx.release.num_proc_strings else "auto"
+    npp: int | str = trainer.get("numProcPerNode", own)
     res = node_resources(ctx)
     gpus = gpu_count(res)
     if npp == "cpu" or (npp == "auto" and gpus == 0):
@@ -239,6 +240,7 @@ def validate(job: Admission) -> Iterator[Diagnostic]:
     if job.release.torch_checks_need_num_proc:  # v2.1 checks nothing more without it
         if "numProcPerNode" not in trainer:
             return
+    if job.release.num_proc_strings:
         yield from _num_proc_strings(trainer)
     yield from reserved_envs("TJC-WEBHOOK-TORCH-RESERVED-ENV", trainer, RESERVED_ENVS)
     if trainer.get("command") == TUNE_ENTRYPOINT and job.ctx is not None:

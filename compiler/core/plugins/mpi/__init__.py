@@ -225,7 +225,7 @@ def validate(job: Admission) -> Iterator[Diagnostic]:
         yield error("TJC-WEBHOOK-MPI-LAUNCHER-AS-NODE",
                     "must have 1 when MPI trainingRuntime with enabled runLauncherAsNode does "
                     "not have either launcher and node", NUM_NODES)
-    if isinstance(trainer.get("numProcPerNode"), str):  # (v2.1's CRD takes a string)
+    if job.release.num_proc_strings and isinstance(trainer.get("numProcPerNode"), str):
         yield error("TJC-WEBHOOK-MPI-NUM-PROC-PER-NODE", "must have an int value for MPI "
                     "TrainJob", ("spec", "trainer", "numProcPerNode"))
     if job.release.mpi_reserved_envs:
