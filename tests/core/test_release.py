@@ -122,3 +122,28 @@ def test_v2_1_admits_pod_template_overrides_as_its_webhook_does() -> None:
     trainer = {**TRAINJOB["spec"]["trainer"], "numProcPerNode": "many"}
     assert rules(with_spec(trainer=trainer)) == {"TJC-WEBHOOK-TORCH-NUM-PROC-PER-NODE"}
     assert rules(with_spec(trainer={**trainer, "numProcPerNode": "gpu"})) == set()
+
+
+def gate_rows() -> list[str]:
+    """README's gate table, row by row, from the release table and GATE_DOCS."""
+    def shown(value: object) -> str:
+        if isinstance(value, bool):
+            return "yes" if value else "no"
+        if isinstance(value, frozenset):
+            return ", ".join(sorted(value)) or "-"
+        return str(value)
+
+    rows = []
+    for gate in GATES:
+        ids, what, upstream = GATE_DOCS[gate]
+        values = " | ".join(shown(getattr(release_of(r), gate)) for r in SERVED)
+        rows.append(f"| `{gate}` | {values} | {what} | {ids} | `{upstream}` |")
+    return rows
+
+
+def test_readme_has_the_gate_table() -> None:
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    head = "| gate | " + " | ".join(SERVED) + " | what | docs/releases.md | upstream file |"
+    assert "\n".join([head, "|---|" + "---|" * (len(SERVED) + 3), *gate_rows()]) in readme
