@@ -28,7 +28,8 @@ examples:
   tjc explain examples/                        every TrainJob below a folder
   tjc explain examples/custom-runtime/resnet.yaml --runtime examples/custom-runtime/runtime.yaml
   tjc explain examples/jax-mnist.yaml --graph dot > plugins.dot
-  tjc explain examples/torchtune-lora.yaml --trainer-version v2.2.1   as that release builds it
+  tjc explain examples/torchtune-llama3.2-1b-lora.yaml --trainer-version v2.2.1
+                                               as that release builds it
 """
 
 
