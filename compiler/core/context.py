@@ -208,14 +208,14 @@ def build_context(trainjob: Obj, runtime: Obj, spec: Obj, merged: MergedSpecs | 
     template = rt_spec.get("template") or {}
     ml_policy = rt_spec.get("mlPolicy")
     patches = spec_patches(trainjob, release)
-    labels, annotations = _propagated_metadata(template, [*patches, *_own_metadata(
-        trainjob, release)])
+    metadata = [*patches, *_own_metadata(trainjob, release)]  # (what sets JobSet labels)
+    labels, annotations = _propagated_metadata(template, metadata)
     root = (JOBSET_ROOT, str((trainjob.get("metadata") or {}).get("name", "")))
     raw = template.get("spec")
     merged = merged if merged is not None else MergedSpecs(release)
     spec_at = (*root, "spec")
     origins = Recorder({"trainjob": trainjob, "runtime": runtime}, (spec_at, merged, raw),
-                       [(root, TEMPLATE_WRITES, (raw, merged, labels, annotations, patches))])
+                       [(root, TEMPLATE_WRITES, (raw, merged, labels, annotations, metadata))])
     if patches:
         origins.add((spec_at, PATCH_WRITES, (raw, merged, patches, [])))
     spec = merged.merge(spec, patches)
