@@ -237,9 +237,8 @@ def validate(job: Admission) -> Iterator[Diagnostic]:
     trainer = job.trainer
     if trainer is None:
         return
-    if job.release.torch_checks_need_num_proc:  # v2.1 checks nothing more without it
-        if "numProcPerNode" not in trainer:
-            return
+    if job.release.torch_checks_need_num_proc and "numProcPerNode" not in trainer:
+        return  # v2.1 checks nothing more without it
     if job.release.num_proc_strings:
         yield from _num_proc_strings(trainer)
     yield from reserved_envs("TJC-WEBHOOK-TORCH-RESERVED-ENV", trainer, RESERVED_ENVS)
