@@ -64,11 +64,14 @@ class JobReport:
 
 @dataclass
 class Side:
-    """How to render one side: the release (maybe a trial of one gate) and its built-ins."""
+    """How to render one side: the release (maybe a trial of one gate), its built-ins, and
+    kubectl's field validation (a trial prunes what the other release's CRD lacks, as the API
+    server does, so that the fields it keeps still show)."""
 
     release: Release
     builtin: Sequence[Document]
     label: str = ""
+    fields: str = "strict"
 
 
 @dataclass(frozen=True)
@@ -83,7 +86,7 @@ class Preview:
 def render_all(sources: Sequence[Source], side: Side) -> dict[str, Rendered]:
     """`<namespace>/<name>` -> each TrainJob of the sources as `side` renders it."""
     table, _ = runtime_table(sources, side.builtin)
-    session = Session(table, release=side.release)
+    session = Session(table, release=side.release, fields=side.fields)
     options = CompileOptions(trainer_version=side.release.version)
     out: dict[str, Rendered] = {}
     for source in sources:
@@ -113,42 +116,47 @@ def trials(old: Side, new: Side) -> Iterator[Side]:
 
 
 def preview(sources: Sequence[Source], old: Side, new: Side) -> Preview:
-    """Render both sides (and the trials, for the TrainJobs that change) and report."""
+    """Render both sides (and the trials, when a TrainJob changes: as the sides, for the
+    verdicts, and pruning, for the objects) and report."""
     before, after = render_all(sources, old), render_all(sources, new)
     changed = sorted(name for name in before.keys() | after.keys()
                      if before.get(name) != after.get(name))
-    tried = [(trial.label, render_all(sources, trial)) for trial in trials(old, new)] \
-        if changed else []
+    sides = list(trials(old, new)) if changed else []
+    verdicts = [(trial.label, render_all(sources, trial)) for trial in sides]
+    pruned = [(trial.label, render_all(sources, replace(trial, fields="warn")))
+              for trial in sides]
     return Preview(old.release.version, new.release.version, tuple(
-        _job(name, before.get(name), after.get(name), tried) for name in changed))
+        _job(name, before.get(name), after.get(name), verdicts, pruned) for name in changed))
 
 
 def _job(name: str, old: Rendered | None, new: Rendered | None,
+         verdicts: list[tuple[str, dict[str, Rendered]]],
          tried: list[tuple[str, dict[str, Rendered]]]) -> JobReport:
     old = old or Rendered({}, ("not in the inputs",))
     new = new or Rendered({}, ("not in the inputs",))
     if bool(old.errors) != bool(new.errors):
         starts = bool(old.errors)
-        causes = tuple(label for label, found in tried
+        causes = tuple(label for label, found in verdicts
                        if bool(found.get(name, new).errors) == starts)
         return JobReport(name, "starts being valid" if starts else "stops being valid",
                          errors=old.errors if starts else new.errors, causes=causes)
     if old.errors:
-        causes = tuple(label for label, found in tried
+        causes = tuple(label for label, found in verdicts
                        if found.get(name, new).errors != new.errors)
         return JobReport(name, "errors change", errors=new.errors, causes=causes)
     touched = [(label, _touched(found.get(name, new), new)) for label, found in tried]
     return JobReport(name, "changed", tuple(
-        Change(where, before, after, tuple(label for label, paths in touched
-                                           if any(_related(where, p) for p in paths)))
+        Change(where, before, after, tuple(
+            label for label, paths in touched
+            if paths is None or any(_related(where, p) for p in paths)))
         for where, before, after in object_changes(old.objects, new.objects)))
 
 
-def _touched(trial: Rendered, new: Rendered) -> list[str]:
-    """Where a trial's objects differ from the new release's (everything, when the trial
-    does not render)."""
+def _touched(trial: Rendered, new: Rendered) -> list[str] | None:
+    """Where a trial's objects differ from the new release's (None: everywhere, as the
+    trial does not render)."""
     if trial.errors:
-        return [""]
+        return None
     return [where for where, _, _ in object_changes(trial.objects, new.objects)]
 
 

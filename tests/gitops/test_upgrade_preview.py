@@ -103,3 +103,19 @@ def test_the_cli_prints_text_and_markdown(capsys: pytest.CaptureFixture[str]) ->
     assert code == 0 and out.startswith("# 0 TrainJob(s) change")
     code, _, err = run([*PREVIEW[:3], "--to-trainer-version", "v2.0.0", str(EXAMPLES)], capsys)
     assert code == 2 and "v2.0.0 is not served" in err
+
+
+def test_every_change_from_v2_1_0_has_a_cause() -> None:
+    """From v2.1.0 the runtimePatches of the custom-runtime example start being valid (v2.1's
+    CRD has no such field: the release data), the jax examples too (v2.1.0 has no JAX runtime
+    or plugin), and the torchtune runtimes' PVC becomes volumeClaimPolicies (R3)."""
+    preview = upgrade.preview(read_sources([str(EXAMPLES)]), _side("v2.1.0"), _side("v2.3.0"))
+    jobs = {j.name: j for j in preview.jobs}
+    assert all(j.causes for j in jobs.values() if j.status != "changed")
+    assert all(c.causes for j in jobs.values() for c in j.changes)
+    assert jobs["team-vision/resnet50"].status == "starts being valid"
+    assert jobs["team-vision/resnet50"].causes == (upgrade.DATA_CAUSE,)
+    assert upgrade.RUNTIMES_CAUSE in jobs["default/jax-mnist"].causes
+    claims = _changes(preview, "default/tune-llama3-2-1b")["JobSet tune-llama3-2-1b: spec."
+                                                           "volumeClaimPolicies"]
+    assert claims.before is None and upgrade.RUNTIMES_CAUSE in claims.causes
