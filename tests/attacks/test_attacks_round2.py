@@ -348,7 +348,7 @@ spec:
     code = main(["run", "--local", "--workdir", str(tmp_path / "run"), "--runtime",
                  str(tmp_path / "rt.yaml"), str(tmp_path / "job.yaml")])
     out, err = capsys.readouterr()
-    assert code == 0 and "port=²" in out + err and "Traceback" not in err
+    assert code == 0 and "port=²" in out + err and "Traceback" not in err, out + err
 
 
 def test_the_names_met_take_a_few_bytes_each() -> None:
