@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         prepare_runtime,
     )
     from compiler.core.context import CompileOptions, SSHKeyPair
+    from compiler.core.release import Release, UnservedRelease, release_of
     from compiler.validate.documents import validate_documents
 
 _LAZY = {
@@ -42,6 +43,9 @@ _LAZY = {
     "prepare_runtime": "compiler.core.compile",
     "CompileOptions": "compiler.core.context",
     "SSHKeyPair": "compiler.core.context",
+    "Release": "compiler.core.release",
+    "UnservedRelease": "compiler.core.release",
+    "release_of": "compiler.core.release",
     "Diagnostic": "compiler.common.diagnostics",
     "Location": "compiler.common.diagnostics",
     "ObjectRef": "compiler.common.diagnostics",
@@ -59,13 +63,16 @@ __all__ = [
     "ObjectRef",
     "PluginGraphError",
     "PreparedRuntime",
+    "Release",
     "SSHKeyPair",
     "Severity",
     "TjcError",
+    "UnservedRelease",
     "__version__",
     "admit",
     "compile_trainjob",
     "prepare_runtime",
+    "release_of",
     "validate_documents",
 ]
 

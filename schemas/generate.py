@@ -27,10 +27,12 @@ machine with Go has them. It writes:
   its own JobSet and Kubernetes modules by `schemas/gotypes/releases/<release>.mod`),
   `schemas/releases/<v2_2_1>/`: `<kind>.patch.json` for the three Trainer kinds, the JSON merge
   patch that turns `schemas/<kind>.json` into that release's schema (made as above),
-  `runtimes/<name>` as above, and `gofacts.patch.json`, the merge patch that turns the newest
+  `runtimes/<name>` as above, `gofacts.patch.json`, the merge patch that turns the newest
   release's Go facts (`compiler/kube/_go_facts.py`) into that release's (`schemas/gotypes
-  -json` on its types); and `schemas/releases/modules.json`, every release's Trainer, JobSet and
-  k8s.io/apimachinery versions. `compiler.kube.releases.release_data` reads them.
+  -json` on its types), and `jobset.patch.json`, the same for the JobSet CRD of the JobSet
+  release it is pinned with (`tjc --jobset-version` reads it); and
+  `schemas/releases/modules.json`, every release's Trainer, JobSet and k8s.io/apimachinery
+  versions. `compiler.kube.releases.release_data` reads them.
 
 `--check` compares instead of writing and exits 1 when a generated file is stale (or is left
 over in `runtimes/` or `schemas/releases/`, which only this script writes).
@@ -130,6 +132,8 @@ def source_name(kind: str, release: str | None = None) -> str:
     """Where the CRD of `kind` comes from: `<module>@<version>/<file>`."""
     module, rel, _ = SOURCES[kind]
     version = release if _older(release) else upstream.version(module)
+    if _older(release) and module == JOBSET:  # the JobSet the release is pinned with
+        version = upstream.versions(release)[JOBSET]
     return f"{module}@{version}/{rel}"
 
 
@@ -192,7 +196,9 @@ def schema_doc(kind: str, release: str | None = None) -> dict[str, Any]:
     source recorded."""
     doc: dict[str, Any] = strip_descriptions(load_schema(kind, release))
     named = UPSTREAM_VERSIONS[kind]
-    if _older(release):
+    if _older(release) and kind == "jobset":
+        named = f"kubernetes-sigs/jobset {upstream.versions(release)[JOBSET]}"
+    elif _older(release):
         named = f"kubeflow/trainer {release}"
     doc["x-tjc-source"] = {"upstream": named, "crd": source_name(kind, release)}
     return doc
@@ -260,6 +266,8 @@ def release_outputs(base: dict[str, dict[str, Any]]) -> dict[Path, str]:
             outputs[folder / "runtimes" / name] = text
         outputs[folder / "gofacts.patch.json"] = patch_text(
             newest_facts, json.loads(upstream.go_facts(release)), f"Go facts of {release}")
+        outputs[folder / "jobset.patch.json"] = patch_text(
+            base["jobset"], schema_doc("jobset", release), source_name("jobset", release))
         modules[release] = upstream.versions(release)
     ordered = {release: modules[release] for release in RELEASES}
     outputs[ROOT / "schemas" / "releases" / "modules.json"] = \

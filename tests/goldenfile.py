@@ -6,8 +6,11 @@ are expectations (`want/objects.yaml`, `want/diagnostics.txt`); every other sect
 input file, loaded as if it were a file of that name. A header line `# flags: ...` passes
 render flags (a parenthesised remark may follow them): `--no-builtin-runtimes`,
 `--no-validate` (compile a TrainJob the cluster would reject, to pin what upstream's controller
-builds for it), `--explain` (also compare `tjc explain` with `want/explain.txt`), and
-`--mpi-ssh-key=PATH` (a key file relative to the repository root) to render MPI SSH Secrets.
+builds for it), `--explain` (also compare `tjc explain` with `want/explain.txt`),
+`--mpi-ssh-key=PATH` (a key file relative to the repository root) to render MPI SSH Secrets,
+and `--trainer-version=vX.Y.Z` to render as that Kubeflow Trainer release does (its built-in
+runtimes, CRDs, webhook rules and gates; such a case is also held to that release's oracle by
+`tests/parity/test_releases.py`).
 """
 
 from __future__ import annotations
@@ -20,10 +23,12 @@ from typing import Any
 
 from compiler.common.diagnostics import Diagnostic
 from compiler.core.context import CompileOptions
+from compiler.core.release import release_of
 from compiler.explain.explainer import Explainer, find_runtime
 from compiler.io import emit, sshkeys
 from compiler.io.builtin import builtin_runtimes
 from compiler.io.loader import Document, Source, parse_source
+from compiler.kube.releases import DEFAULT
 from compiler.pipeline.session import JobResult
 from compiler.render.pipeline import render_stream
 
@@ -49,6 +54,12 @@ class Case:
                 return line.split(":", 1)[1].split("(", 1)[0].split()
         return []
 
+    @property
+    def release(self) -> str:
+        """The Kubeflow Trainer release the case renders for (`--trainer-version=`)."""
+        found = [f.split("=", 1)[1] for f in self.flags if f.startswith("--trainer-version=")]
+        return found[0] if found else DEFAULT
+
 
 def parse(path: Path) -> Case:
     """Read a golden file."""
@@ -64,9 +75,10 @@ def parse(path: Path) -> Case:
 def run(case: Case) -> dict[str, str]:
     """Render the case's inputs; the actual text of every `want/` section."""
     sources = [Source(name, text) for name, text in case.inputs.items()]
-    builtin = () if "--no-builtin-runtimes" in case.flags else builtin_runtimes()
+    builtin = () if "--no-builtin-runtimes" in case.flags else builtin_runtimes(case.release)
     keys = [f.split("=", 1)[1] for f in case.flags if f.startswith("--mpi-ssh-key=")]
-    options = CompileOptions(ssh_keys=sshkeys.from_file(str(ROOT / keys[0])) if keys else None)
+    options = CompileOptions(ssh_keys=sshkeys.from_file(str(ROOT / keys[0])) if keys else None,
+                             trainer_version=case.release)
     objects: list[dict[str, Any]] = []
     diagnostics: list[Diagnostic] = []
     validate = "--no-validate" not in case.flags
@@ -81,11 +93,11 @@ def run(case: Case) -> dict[str, str]:
         "want/diagnostics.txt": "".join(d.text() + "\n" for d in diagnostics),
     }
     if "--explain" in case.flags:
-        actual["want/explain.txt"] = _explain(sources, builtin)
+        actual["want/explain.txt"] = _explain(sources, builtin, case.release)
     return actual
 
 
-def _explain(sources: list[Source], builtin: Sequence[Document]) -> str:
+def _explain(sources: list[Source], builtin: Sequence[Document], release: str) -> str:
     """`tjc explain` of every TrainJob of the case, one after the other."""
     docs = [d for source in sources for d in parse_source(source)[0]]
     out = []
@@ -93,7 +105,7 @@ def _explain(sources: list[Source], builtin: Sequence[Document]) -> str:
         if doc.data.get("kind") == "TrainJob":
             runtime = find_runtime(doc, [*docs, *builtin])
             out.append(runtime.text() + "\n" if isinstance(runtime, Diagnostic)
-                       else Explainer(doc, runtime).text())
+                       else Explainer(doc, runtime, release=release_of(release)).text())
     return "\n".join(out)
 
 

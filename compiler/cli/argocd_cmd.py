@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from compiler.cli import kustomize_build, passthrough_cmd
+from compiler.cli import kustomize_build, passthrough_cmd, release_opt
 from compiler.common.diagnostics import error, one_line
 from compiler.common.errors import InputError
 from compiler.gitops import argocd
@@ -127,6 +127,7 @@ def generate(args: argparse.Namespace) -> int:
         raise InputError(error("TJC-ARGOCD-ARGS", str(exc))) from None
     render = render_options(options, dict(os.environ), args.path)
     folder = Path(args.path)
+    render.versions = release_opt.resolve(render, folder)  # the repository's .tjc.yaml too
     if not kustomize_build.has_kustomization(folder):
         return passthrough_cmd.run(render, None, read_sources([args.path]))
     built = kustomize_build.build(folder)

@@ -1,5 +1,7 @@
 """`tjc diff OLD NEW`: render two trees (folders, or two git revisions, either optionally built
-by kustomize; see `compiler.cli.diff_sources`) and diff per TrainJob.
+by kustomize; see `compiler.cli.diff_sources`) and diff per TrainJob; `tjc diff --trainer-version
+A --to-trainer-version B PATH...`: render the same inputs under two Kubeflow Trainer releases,
+the upgrade preview (`compiler.gitops.upgrade`).
 
 Exit codes: 0 the rendered objects are the same, 1 they differ, 2 an error (an input that
 cannot be read, a TrainJob or runtime with errors, a git revision that does not exist).
@@ -11,7 +13,7 @@ import argparse
 import sys
 from typing import Any
 
-from compiler.cli import diff_sources, outputopt
+from compiler.cli import diff_sources, outputopt, release_opt
 from compiler.common.diagnostics import (
     Diagnostic,
     Severity,
@@ -22,7 +24,7 @@ from compiler.common.errors import InputError
 from compiler.core.context import CompileOptions
 from compiler.gitops import diffing
 from compiler.io.builtin import builtin_runtimes
-from compiler.io.loader import Source
+from compiler.io.loader import Source, read_sources
 from compiler.render.pipeline import render_stream
 
 HELP = "render two versions of the inputs and show, per TrainJob, how its objects differ"
@@ -44,6 +46,11 @@ examples (run from the repository's top folder):
   tjc diff --git --kustomize main HEAD examples/gitops/overlays/prod   an overlay, by kustomize
   tjc diff --name-hash examples/jax-mnist.yaml examples/jax-psum.yaml
                                                 as tjc render --name-hash renders them
+  tjc diff --trainer-version v2.2.1 --to-trainer-version v2.3.0 examples/
+                                                what upgrading Kubeflow Trainer does to each
+                                                TrainJob, and which gate causes each change
+  tjc diff --to-trainer-version v2.3.0 examples/ -o markdown > upgrade.md
+                                                from the repository's .tjc.yaml pin, for a PR
 """
 
 
@@ -51,10 +58,13 @@ def register(verbs: Any) -> None:
     """Add the `diff` verb to the parser."""
     parser = verbs.add_parser("diff", help=HELP, description=HELP[0].upper() + HELP[1:] + ".",
                               epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("old", metavar="OLD", help="folder or file (with --git: a revision)")
-    parser.add_argument("new", metavar="NEW", help="folder or file (with --git: a revision)")
+    parser.add_argument("old", metavar="OLD", help="folder or file (with --git: a revision; "
+                        "with --to-trainer-version: the first PATH)")
+    parser.add_argument("new", metavar="NEW", nargs="?",
+                        help="folder or file (with --git: a revision)")
     parser.add_argument("paths", nargs="*", metavar="PATH",
-                        help="with --git: the paths to render in both revisions (default: .)")
+                        help="with --git: the paths to render in both revisions (default: .); "
+                        "with --to-trainer-version: more paths")
     parser.add_argument("--git", action="store_true",
                         help="OLD and NEW are git revisions of the repository of this folder")
     parser.add_argument("--kustomize", action="store_true",
@@ -73,11 +83,23 @@ def register(verbs: Any) -> None:
                         help="do not load the built-in ClusterTrainingRuntimes")
     parser.add_argument("--name-hash", action="store_true",
                         help="render both sides as tjc render --name-hash does")
+    release_opt.add_arguments(parser, jobset=False)
+    parser.add_argument("--to-trainer-version", metavar="vX.Y.Z",
+                        help="the upgrade preview: render the PATHs under --trainer-version "
+                        "(or the repository's pin) and under this release, and report per "
+                        "TrainJob what changes, what stops being valid, and which gate "
+                        "causes it")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Render both sides, print the differences; 0 same, 1 different, 2 error."""
+    if args.to_trainer_version:
+        return _upgrade(args)
+    if args.new is None:
+        print("tjc diff: error: give OLD and NEW (or --to-trainer-version with PATHs)",
+              file=sys.stderr)
+        return 2
     if args.context < 0:
         print("tjc diff: error: --context must be 0 or more", file=sys.stderr)
         return 2
@@ -90,8 +112,9 @@ def run(args: argparse.Namespace) -> int:
     except InputError as exc:
         print(f"tjc diff: {exc.diagnostic.message}", file=sys.stderr)
         return 2
-    builtin = () if args.no_builtin_runtimes else builtin_runtimes()
-    options = CompileOptions(name_hash=args.name_hash)
+    version = release_opt.resolve(args).release.version
+    builtin = () if args.no_builtin_runtimes else builtin_runtimes(version)
+    options = CompileOptions(name_hash=args.name_hash, trainer_version=version)
     old_texts, old_diags, _ = diffing.rendered(render_stream(old, builtin, options))
     new_texts, new_diags, failed = diffing.rendered(render_stream(new, builtin, options))
     _report(old_diags + new_diags)
@@ -102,6 +125,34 @@ def run(args: argparse.Namespace) -> int:
     if has_errors(old_diags + new_diags):
         return 2
     return 1 if diffs else 0
+
+
+def _upgrade(args: argparse.Namespace) -> int:
+    """The upgrade preview of the PATHs; 0 nothing changes, 1 something does, 2 error."""
+    from compiler.gitops import upgrade
+
+    if args.git or args.kustomize or args.name_hash:
+        print("tjc diff: error: --to-trainer-version renders the PATHs as they are: no --git, "
+              "--kustomize or --name-hash", file=sys.stderr)
+        return 2
+    old = release_opt.resolve(args).release
+    new = release_opt.resolve(argparse.Namespace(trainer_version=args.to_trainer_version)
+                              ).release
+    paths = [p for p in (args.old, args.new, *args.paths) if p is not None]
+    try:
+        sources = read_sources(paths)
+    except InputError as exc:
+        print(f"tjc diff: {exc.diagnostic.message}", file=sys.stderr)
+        return 2
+    sides = [upgrade.Side(release, () if args.no_builtin_runtimes else
+                          builtin_runtimes(release.version)) for release in (old, new)]
+    found = upgrade.preview(sources, *sides)
+    text = upgrade.as_markdown(found) if args.format == "markdown" else upgrade.as_text(found)
+    if args.report:
+        _write_report(args.report, upgrade.as_text(found) if args.format != "markdown"
+                      else upgrade.as_markdown(found, limit=sys.maxsize))
+    sys.stdout.write(text)
+    return 1 if found.jobs else 0
 
 
 def _formatted(args: argparse.Namespace, diffs: list[diffing.JobDiff], limit: int | None

@@ -7,7 +7,9 @@ import argparse
 import sys
 from typing import Any
 
+from compiler.cli import release_opt
 from compiler.common.diagnostics import Diagnostic, Severity, one_line, refused
+from compiler.core.release import Release
 from compiler.io import toolfiles
 from compiler.io.builtin import builtin_runtimes
 from compiler.io.loader import Document, Source, parse_source, read_sources
@@ -26,6 +28,8 @@ examples:
   tjc explain examples/                        every TrainJob below a folder
   tjc explain examples/custom-runtime/resnet.yaml --runtime examples/custom-runtime/runtime.yaml
   tjc explain examples/jax-mnist.yaml --graph dot > plugins.dot
+  tjc explain examples/torchtune-llama3.2-1b-lora.yaml --trainer-version v2.2.1
+                                               as that release builds it
 """
 
 
@@ -40,6 +44,7 @@ def register(verbs: Any) -> None:
                         help="runtime documents to resolve the runtimeRef with (the built-in "
                         "runtimes are used otherwise); may be repeated")
     parser.add_argument("--graph", choices=("dot",), help="print the plugin graph instead")
+    release_opt.add_arguments(parser, jobset=False)
     parser.set_defaults(func=run)
 
 
@@ -72,20 +77,21 @@ def run(args: argparse.Namespace) -> int:
             return 1
         print(one_line(f"tjc: {' '.join(args.paths)} holds no TrainJob"), file=sys.stderr)
         return 2
-    builtin = list(builtin_runtimes())
+    release = release_opt.resolve(args).release
+    builtin = list(builtin_runtimes(release.version))
     table, notes = runtime_table(sources, builtin)
-    session = Session(table)
+    session = Session(table, release=release)
     failed = bool(problems)
     for i, trainjob in enumerate(trainjobs):
         if i:
             sys.stdout.write("\n")
         found = [*(notes if i == 0 else []), *session.admit(trainjob)[0]]
-        failed = not _explain(args, trainjob, [*docs, *builtin], found) or failed
+        failed = not _explain(args, trainjob, [*docs, *builtin], found, release) or failed
     return 1 if failed else 0
 
 
 def _explain(args: argparse.Namespace, trainjob: Document, documents: list[Document],
-             found: list[Diagnostic]) -> bool:
+             found: list[Diagnostic], release: Release) -> bool:
     """Explain one TrainJob once it passes validation; False when it has errors."""
     from compiler.explain.explainer import Explainer, find_runtime
 
@@ -98,6 +104,6 @@ def _explain(args: argparse.Namespace, trainjob: Document, documents: list[Docum
     if isinstance(runtime, Diagnostic):
         print(runtime.text(), file=sys.stderr)
         return False
-    explainer = Explainer(trainjob, runtime)
+    explainer = Explainer(trainjob, runtime, release=release)
     sys.stdout.write(explainer.dot() if args.graph == "dot" else explainer.text())
     return explainer.result.ok

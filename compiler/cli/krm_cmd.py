@@ -12,7 +12,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from compiler.cli import policy_opts
+from compiler.cli import policy_opts, release_opt
 from compiler.common.diagnostics import Diagnostic, one_line
 from compiler.core.context import CompileOptions
 from compiler.gitops import krm
@@ -37,6 +37,9 @@ functionConfig options (a ConfigMap's data, or the spec of any kind):
   policyValues: {...}      settings of the packs (e.g. resources: {maxNumNodes: 16})
   namespace: NS            the items are applied into NS (tjc render --namespace)
   defaultNamespace: NS     ... only those without a namespace (tjc render --default-namespace)
+  trainerVersion: vX.Y.Z   the Kubeflow Trainer release (default: the repository's .tjc.yaml
+                           trainerVersion, else the newest)
+  jobsetVersion: vX.Y.Z    the cluster's JobSet release (tjc render --jobset-version)
 
 examples (run from the repository's top folder):
   kustomize build --enable-alpha-plugins --enable-exec examples/gitops/rendered
@@ -68,10 +71,14 @@ def run(args: argparse.Namespace) -> int:
     except krm.ConfigError as exc:
         print(f"tjc krm: error: {exc}", file=sys.stderr)
         return 2
+    versions = release_opt.resolve(argparse.Namespace(trainer_version=cfg.trainer_version,
+                                                      jobset_version=cfg.jobset_version))
+    version = versions.release.version
     opts = PassOptions(keep_trainjobs=cfg.keep_trainjobs, validate=cfg.validate,
-                       compile=CompileOptions(name_hash=cfg.name_hash), policies=_policies(cfg),
-                       fields=cfg.field_validation, placement=cfg.placement)
-    builtin = builtin_runtimes() if cfg.builtin_runtimes else ()
+                       compile=CompileOptions(name_hash=cfg.name_hash, trainer_version=version),
+                       policies=_policies(cfg), fields=cfg.field_validation,
+                       placement=cfg.placement, jobset=versions.jobset)
+    builtin = builtin_runtimes(version) if cfg.builtin_runtimes else ()
     outcome = krm.run(items, opts, builtin)
     if opts.policies is not None and opts.policies.policies.errors:
         outcome.resource_list["results"].extend(

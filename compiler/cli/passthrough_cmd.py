@@ -47,10 +47,14 @@ def run(args: argparse.Namespace, ssh_keys: SSHKeySource | None,
     if any input had errors."""
     sources = read_sources(args.paths, args.exclude) if sources is None else sources
     checker = None if args.no_validate else policy_opts.build(args)
+    versions = args.versions
+    version = versions.release.version
     opts = PassOptions(keep_trainjobs=args.keep_trainjobs, validate=not args.no_validate,
-                       compile=CompileOptions(ssh_keys=ssh_keys, name_hash=args.name_hash),
-                       policies=checker, fields=args.field_validation, placement=args.placement)
-    builtin = [] if args.no_builtin_runtimes else list(builtin_runtimes())
+                       compile=CompileOptions(ssh_keys=ssh_keys, name_hash=args.name_hash,
+                                              trainer_version=version),
+                       policies=checker, fields=args.field_validation, placement=args.placement,
+                       jobset=versions.jobset)
+    builtin = [] if args.no_builtin_runtimes else list(builtin_runtimes(version))
     extra, unreadable = runtimes_opt.extra_runtimes(args, SourceFiles([]))
     builtin += [in_namespace(doc, args.placement) for doc in extra]
     errors = has_errors(unreadable)

@@ -19,6 +19,7 @@ from compiler.cli import (
     outdir,
     passthrough_cmd,
     policy_opts,
+    release_opt,
     runtimes_opt,
 )
 from compiler.common.diagnostics import Diagnostic, Location, error, has_errors
@@ -58,6 +59,8 @@ examples (run from the repository's top folder):
   kustomize build examples/gitops/base | tjc render --passthrough -   everything, rendered
   helm template my-app examples/helm-chart/ --post-renderer tjc --post-renderer-args render \\
       --post-renderer-args --passthrough --post-renderer-args -
+  tjc render examples/ --trainer-version v2.2.1   what a Kubeflow Trainer v2.2.1 cluster makes
+                                                (pin it in the repository's .tjc.yaml)
   tjc render -j 4 examples/ --output-dir rendered/   in 4 processes (same output as -j 1)
 """
 
@@ -107,6 +110,7 @@ def register(verbs: Any) -> None:
     jobs.add_argument(parser)
     passthrough_cmd.add_arguments(parser)
     policy_opts.add_arguments(parser)
+    release_opt.add_arguments(parser)
     parser.set_defaults(func=run)
 
 
@@ -119,6 +123,7 @@ def run(args: argparse.Namespace) -> int:
     problem = _misused(args)
     if problem:
         raise InputError(error("TJC-USAGE", problem))
+    args.versions = release_opt.resolve(args)
     if args.passthrough:
         return passthrough_cmd.run(args, _ssh_keys(args.mpi_ssh_key))
     sources = SourceFiles(args.paths, args.exclude)
@@ -159,20 +164,23 @@ class Pipeline:
     def __init__(self, args: argparse.Namespace, sources: SourceFiles,
                  runtime_files: SourceFiles | None = None) -> None:
         self.args, self.sources = args, sources
-        self.builtin = [] if args.no_builtin_runtimes else list(builtin_runtimes())
+        self.versions: release_opt.Versions = args.versions
+        version = self.versions.release.version
+        self.builtin = [] if args.no_builtin_runtimes else list(builtin_runtimes(version))
         extra, unreadable = runtimes_opt.extra_runtimes(args, sources)
         self.builtin += [in_namespace(doc, args.placement) for doc in extra]
         first = sources if runtime_files is None else runtime_files
         self.table, self.notes = runtime_table(first, self.builtin, args.placement)
         self.notes[:0] = unreadable
         self.options = CompileOptions(ssh_keys=_ssh_keys(args.mpi_ssh_key),
-                                      name_hash=args.name_hash)
+                                      name_hash=args.name_hash, trainer_version=version)
         self.checker = None if args.no_validate else policy_opts.build(args)
         self.session = self._session()
         self.reported = len(self.checker.policies.errors) if self.checker else 0
 
     def _session(self) -> Session:
-        return Session(self.table, policies=self.checker, fields=self.args.field_validation)
+        return Session(self.table, policies=self.checker, fields=self.args.field_validation,
+                       release=self.versions.release, jobset=self.versions.jobset)
 
     def with_runtimes(self, names: frozenset[str]) -> Pipeline:
         """A worker's pipeline with the runtimes of these input files too."""

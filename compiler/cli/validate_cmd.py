@@ -18,6 +18,7 @@ from compiler.cli import (
     namespace_opt,
     outputopt,
     policy_opts,
+    release_opt,
     runtimes_opt,
 )
 from compiler.common.diagnostics import Diagnostic, Severity
@@ -65,6 +66,9 @@ examples (run from the repository's top folder):
       --policy-values examples/policies/values.cue   your own pack, and the packs' settings
   tjc validate examples/ --skip images.tag      all built-in packs but one rule
   tjc validate -j 4 examples/                   in 4 processes (same report as -j 1)
+  tjc validate examples/ --trainer-version v2.2.1   as a Kubeflow Trainer v2.2.1 cluster admits
+                                                (or pin it once: .tjc.yaml trainerVersion)
+  tjc validate examples/ --jobset-version v0.10.1   warn where JobSet v0.10.1 drops a field
 """
 
 
@@ -97,11 +101,13 @@ def register(verbs: Any) -> None:
     namespace_opt.add_arguments(parser)
     jobs.add_argument(parser)
     policy_opts.add_arguments(parser)
+    release_opt.add_arguments(parser)
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Validate, print the report on stdout as it comes, return the exit code."""
+    args.versions = release_opt.resolve(args)
     sources = SourceFiles(args.paths, args.exclude)
     # a worker cannot read stdin again: `--against -` or `--runtimes -` stay in one process
     stdin = "-" in (*args.against, *args.runtimes)
@@ -166,7 +172,9 @@ class Pipeline:
         from compiler.validate.documents import previous_versions
 
         self.args, self.sources = args, sources
-        self.builtin = [] if args.no_builtin_runtimes else list(builtin_runtimes())
+        self.versions: release_opt.Versions = args.versions
+        self.builtin = [] if args.no_builtin_runtimes else \
+            list(builtin_runtimes(self.versions.release.version))
         extra, unreadable = runtimes_opt.extra_runtimes(args, sources)
         self.builtin += [in_namespace(doc, args.placement) for doc in extra]
         first = sources if runtime_files is None else runtime_files
@@ -183,7 +191,8 @@ class Pipeline:
     def _session(self) -> Session:
         from compiler.pipeline.session import Session
 
-        return Session(self.table, self.old, self.checker, self.args.field_validation)
+        return Session(self.table, self.old, self.checker, self.args.field_validation,
+                       self.versions.release, self.versions.jobset)
 
     def with_runtimes(self, names: frozenset[str]) -> Pipeline:
         """A worker's pipeline with the runtimes of these input files too."""
@@ -259,4 +268,4 @@ def _context(args: argparse.Namespace, checker: PolicyChecker | None) -> Context
 
         top = repo.root()
     return Context(rules, 0, shlex.join(["tjc", *sys.argv[1:]]), os.getcwd(),
-                   str(top) if top else None, builtin_uris())
+                   str(top) if top else None, builtin_uris(args.versions.release.version))

@@ -26,21 +26,23 @@ class Admitted(dict[str, Any]):
 
     def __init__(self, data: dict[str, Any]) -> None:
         super().__init__(data)
-        self.facts: dict[str, Any] = {}
+        self.facts: dict[Any, Any] = {}
 
 
-def per_object(function: Callable[[Any], R]) -> Callable[[Any], R]:
-    """`function`, kept in its argument's `facts` when that is an `Admitted` runtime."""
+def per_object(function: Callable[..., R]) -> Callable[..., R]:
+    """`function`, kept in its first argument's `facts` when that is an `Admitted` runtime
+    (by the other arguments too, which must be hashable: a release's version)."""
     name = f"{function.__module__}.{function.__qualname__}"
 
     @functools.wraps(function)
-    def once(obj: Any) -> R:
+    def once(obj: Any, *args: Any) -> R:
         facts = obj.facts if isinstance(obj, Admitted) else None
         if facts is None:
-            return function(obj)
-        if name not in facts:
-            facts[name] = function(obj)
-        found: R = facts[name]
+            return function(obj, *args)
+        key = (name, *args) if args else name
+        if key not in facts:
+            facts[key] = function(obj, *args)
+        found: R = facts[key]
         return found
 
     return once

@@ -20,6 +20,8 @@ from compiler.common.jsondata import Obj, copy_json, get_path, non_string_key
 from compiler.common.perobject import Admitted
 from compiler.core import webhook
 from compiler.core.context import may_take_resources
+from compiler.core.release import DEFAULT as DEFAULT_RELEASE
+from compiler.core.release import Release
 from compiler.core.resolve import RUNTIME_KINDS
 from compiler.kube import admitwalk, cel, objectmeta, podresources, structural
 from compiler.kube.defaults import default_in_place
@@ -56,20 +58,22 @@ def field_validation(diagnostics: list[Diagnostic], mode: str) -> list[Diagnosti
 
 
 def check_object(kind: str, doc: Mapping[str, Any], old: Mapping[str, Any] | None = None,
-                 fields: str = "strict") -> tuple[Obj, list[Diagnostic]]:
-    """Structural pass, defaults, JSON Schema and CEL for one object: the defaulted object
-    and its diagnostics (unknown fields as `field_validation` has them)."""
-    data, diagnostics, found = admitwalk.admit(kind, dict(doc))  # one walk of the schema
+                 fields: str = "strict", release: Release = DEFAULT_RELEASE
+                 ) -> tuple[Obj, list[Diagnostic]]:
+    """Structural pass, defaults, JSON Schema and CEL for one object (the CRD of `release`):
+    the defaulted object and its diagnostics (unknown fields as `field_validation` has them)."""
+    version = release.version
+    data, diagnostics, found = admitwalk.admit(kind, dict(doc), release=version)  # one walk
     diagnostics = field_validation(diagnostics, fields)
     old_data = None
     if old is not None:
-        old_data = default_in_place(kind, structural.sanitize(kind, dict(old),
-                                                              subject="document")[0])
+        old_data = default_in_place(kind, structural.sanitize(
+            kind, dict(old), subject="document", release=version)[0], version)
     seen = {(d.rule, d.path) for d in diagnostics}
     diagnostics += [d for d in found if (d.rule, d.path) not in seen]
-    diagnostics += cel.validate(kind, data, old_data)
+    diagnostics += cel.validate(kind, data, old_data, version)
     diagnostics += objectmeta.validate(kind, data)
-    diagnostics += pod_amounts(kind, data)  # amounts the Pods would be refused for
+    diagnostics += pod_amounts(kind, data, release)  # amounts the Pods would be refused for
     return data, diagnostics
 
 
@@ -78,7 +82,7 @@ _JOBS: Path = ("spec", "template", "spec", "replicatedJobs")
 _CONTAINERS: Path = ("template", "spec", "template", "spec", "containers")
 
 
-def pod_amounts(kind: str, data: Obj) -> list[Diagnostic]:
+def pod_amounts(kind: str, data: Obj, release: Release = DEFAULT_RELEASE) -> list[Diagnostic]:
     """`podresources.validate`: amounts the Pods would be refused for, at the object, but
     those of a TrainJob's resourcesPerNode and those it may replace: they reach a Pod only
     through upstream's merge, so the compile judges them (`compiler.core.podrefusals`). A
@@ -90,14 +94,14 @@ def pod_amounts(kind: str, data: Obj) -> list[Diagnostic]:
     if kind not in RUNTIME_KINDS or not found:
         return found
     ml_policy = get_path(data, "spec", "mlPolicy")
-    return [_replaceable(d) if _in_node_container(d.path, data, ml_policy) else d
+    return [_replaceable(d) if _in_node_container(d.path, data, ml_policy, release) else d
             for d in found]
 
 
-def _in_node_container(path: Path, data: Obj, ml_policy: Any) -> bool:
+def _in_node_container(path: Path, data: Obj, ml_policy: Any, release: Release) -> bool:
     return len(path) == 14 and path[:4] == _JOBS and path[5:10] == _CONTAINERS and \
         path[11] == "resources" and \
-        may_take_resources(ml_policy, get_path(data, *path[:9]), path[10])
+        may_take_resources(ml_policy, get_path(data, *path[:9]), path[10], release)
 
 
 def _replaceable(d: Diagnostic) -> Diagnostic:
@@ -133,9 +137,10 @@ def _child(value: Any, part: str | int) -> Any:
 
 
 def admit_runtime(runtime: Mapping[str, Any], old: Mapping[str, Any] | None = None,
-                  fields: str = "strict") -> tuple[Obj, list[Diagnostic]]:
-    """A runtime's admission: the defaulted, well-typed runtime and its diagnostics (each
-    with subject `runtime`)."""
+                  fields: str = "strict", release: Release = DEFAULT_RELEASE
+                  ) -> tuple[Obj, list[Diagnostic]]:
+    """A runtime's admission in the Kubeflow Trainer `release`: the defaulted, well-typed
+    runtime and its diagnostics (each with subject `runtime`)."""
     kind = str(runtime.get("kind")) if isinstance(runtime, Mapping) else ""
     if kind not in RUNTIME_KINDS:
         return {}, [error("TJC-INPUT-KIND", "the runtime must be a TrainingRuntime or "
@@ -143,9 +148,10 @@ def admit_runtime(runtime: Mapping[str, Any], old: Mapping[str, Any] | None = No
     bad_key = key_error(runtime, "runtime") or key_error(old, "runtime")
     if bad_key is not None:
         return {}, [bad_key]
-    data, found = check_object(kind, runtime, old, fields)
+    data, found = check_object(kind, runtime, old, fields, release)
     typed = Admitted(well_typed(data, found))  # (owns the facts the rules work out of it)
-    found += webhook.validate_runtime(typed, old=dict(old) if old is not None else None)
+    found += webhook.validate_runtime(typed, old=dict(old) if old is not None else None,
+                                      release=release)
     found += podspec.refusals(kind, typed)
     return typed, [_about_runtime(d) for d in found]
 
@@ -169,39 +175,43 @@ def runtime_invalid(runtime: Mapping[str, Any]) -> Diagnostic:
 
 
 def admit(trainjob: Mapping[str, Any], runtime: Mapping[str, Any] | None,
-          old: Mapping[str, Any] | None = None, fields: str = "strict") -> list[Diagnostic]:
-    """Every admission diagnostic of a TrainJob (and of its runtime, when that has errors):
-    an error in the result means the cluster would refuse the TrainJob. `runtime` None means
-    the referenced runtime does not exist; `old` is the TrainJob's previous version."""
-    admitted = admit_runtime(runtime, fields=fields) if runtime is not None else None
-    return admit_against(trainjob, admitted, old, fields)
+          old: Mapping[str, Any] | None = None, fields: str = "strict",
+          release: Release = DEFAULT_RELEASE) -> list[Diagnostic]:
+    """Every admission diagnostic of a TrainJob (and of its runtime, when that has errors)
+    in a cluster of the Kubeflow Trainer `release`: an error in the result means the cluster
+    would refuse the TrainJob. `runtime` None means the referenced runtime does not exist;
+    `old` is the TrainJob's previous version."""
+    admitted = admit_runtime(runtime, fields=fields, release=release) \
+        if runtime is not None else None
+    return admit_against(trainjob, admitted, old, fields, release)
 
 
 def admit_against(trainjob: Mapping[str, Any], runtime: tuple[Obj, list[Diagnostic]] | None,
-                  old: Mapping[str, Any] | None = None, fields: str = "strict"
-                  ) -> list[Diagnostic]:
-    """`admit` with the runtime already admitted (`admit_runtime`'s result), so a runtime
-    shared by many TrainJobs is checked once."""
+                  old: Mapping[str, Any] | None = None, fields: str = "strict",
+                  release: Release = DEFAULT_RELEASE) -> list[Diagnostic]:
+    """`admit` with the runtime already admitted (`admit_runtime`'s result, for the same
+    release), so a runtime shared by many TrainJobs is checked once."""
     if not isinstance(trainjob, Mapping) or trainjob.get("kind") != "TrainJob":
         return [error("TJC-INPUT-KIND", "the first argument must be a TrainJob document")]
     bad_key = key_error(trainjob, "trainjob") or key_error(old, "trainjob")
     if bad_key is not None:
         return [bad_key]
-    data, found = check_object("TrainJob", trainjob, old, fields)
+    data, found = check_object("TrainJob", trainjob, old, fields, release)
     rt: Obj | None = None
     if runtime is not None:
         rt, problems = runtime
         if refused(problems):
             found += [d for d in problems if d.severity is Severity.ERROR]
             found.append(runtime_invalid(rt))
-    found += trainjob_rules(well_typed(data, found), rt, old)
+    found += trainjob_rules(well_typed(data, found), rt, old, release)
     return found
 
 
-def trainjob_rules(typed: Obj, runtime: Obj | None, old: Mapping[str, Any] | None = None
-                   ) -> list[Diagnostic]:
+def trainjob_rules(typed: Obj, runtime: Obj | None, old: Mapping[str, Any] | None = None,
+                   release: Release = DEFAULT_RELEASE) -> list[Diagnostic]:
     """What admission says of a TrainJob after its schema (`typed`: well typed): upstream's
-    webhook rules, which see the (admitted) runtime it references, and what the API server
-    would refuse its Pods for."""
-    found = webhook.validate_trainjob(typed, runtime, old=dict(old) if old is not None else None)
+    webhook rules of `release`, which see the (admitted) runtime it references, and what the
+    API server would refuse its Pods for."""
+    found = webhook.validate_trainjob(typed, runtime, old=dict(old) if old is not None else None,
+                                      release=release)
     return found + podspec.refusals("TrainJob", typed)

@@ -41,6 +41,8 @@ from compiler.core.plugins.base import PluginResult, PluginSpec
 from compiler.core.plugins.edits import apply_edits
 from compiler.core.plugins.graph import plugin_order
 from compiler.core.provenance import Origin, Recorder, made
+from compiler.core.release import DEFAULT as DEFAULT_RELEASE
+from compiler.core.release import Release
 from compiler.core.resolve import RUNTIME_KINDS, RuntimeKey, runtime_key, wanted_key
 from compiler.kube import roundtrip as typed
 from compiler.kube import structural
@@ -70,11 +72,13 @@ class CompileResult:
 @dataclass(frozen=True)
 class PreparedRuntime:
     """A runtime after the structural pass, defaulting and the typed round trip of its JobSet
-    spec; shared read-only by every compile that uses it."""
+    spec, for one Kubeflow Trainer `release` (its CRD and Go types; every compile with it is
+    of that release); shared read-only by every compile that uses it."""
 
     doc: Obj
     spec: Obj
     diagnostics: tuple[Diagnostic, ...]
+    release: Release = DEFAULT_RELEASE
     _admitted: list[tuple[Obj, list[Diagnostic]]] = field(default_factory=list, compare=False,
                                                           repr=False)
     _spec_bytes: list[bytes | None] = field(default_factory=list, compare=False, repr=False)
@@ -83,10 +87,14 @@ class PreparedRuntime:
                                                    repr=False)
     merged: MergedSpecs = field(default_factory=MergedSpecs, compare=False, repr=False)
 
+    def __post_init__(self) -> None:
+        if self.merged.release != self.release:  # (the merges are the release's)
+            object.__setattr__(self, "merged", MergedSpecs(self.release))
+
     def admitted(self) -> tuple[Obj, list[Diagnostic]]:
         """The runtime's own admission (`admission.admit_runtime`), computed once."""
         if not self._admitted:
-            self._admitted.append(admission.admit_runtime(self.doc))
+            self._admitted.append(admission.admit_runtime(self.doc, release=self.release))
         return self._admitted[0]
 
     def key(self) -> RuntimeKey:
@@ -99,9 +107,10 @@ class PreparedRuntime:
         """The active plugins in graph order, decided once and kept here (the order comes from
         the start-up cache, or networkx): a plugin's `active` reads only the runtime's
         mlPolicy and podGroupPolicy (`ctx.ml_policy`, `ctx.pod_group_policy`, which runtime
-        patches do not change)."""
+        patches do not change); only the plugins the release registers run."""
         if not self._plugins:
-            self._plugins.append(tuple(plugin_order([p for p in registry() if p.active(ctx)])))
+            self._plugins.append(tuple(plugin_order([p for p in registry() if p.active(ctx)
+                                                     and self.release.has_plugin(p.name)])))
         return self._plugins[0]
 
     def spec_copy(self) -> Obj:
@@ -116,22 +125,25 @@ class PreparedRuntime:
         return fast_copy(self.spec) if blob is None else cast(Obj, marshal.loads(blob))
 
 
-def prepare_runtime(runtime: Mapping[str, Any]) -> PreparedRuntime:
-    """Check, prune and default a runtime once."""
+def prepare_runtime(runtime: Mapping[str, Any], release: Release = DEFAULT_RELEASE
+                    ) -> PreparedRuntime:
+    """Check, prune and default a runtime once, as a cluster of `release` stores it."""
     if not isinstance(runtime, Mapping) or runtime.get("kind") not in RUNTIME_KINDS:
         return PreparedRuntime({}, {}, (error(
             "TJC-INPUT-KIND", "the runtime must be a TrainingRuntime or ClusterTrainingRuntime "
-            "document", subject="runtime"),))
+            "document", subject="runtime"),), release)
     kind = str(runtime["kind"])
     bad_key = admission.key_error(runtime, "runtime")
     if bad_key is not None:
-        return PreparedRuntime({}, {}, (bad_key,))
-    doc, problems = structural.sanitize(kind, dict(runtime), subject="runtime")
+        return PreparedRuntime({}, {}, (bad_key,), release)
+    version = release.version
+    doc, problems = structural.sanitize(kind, dict(runtime), subject="runtime", release=version)
     if has_errors(problems):
-        return PreparedRuntime({}, {}, tuple(problems))
-    doc = default_in_place(kind, doc)
+        return PreparedRuntime({}, {}, tuple(problems), release)
+    doc = default_in_place(kind, doc, version)
     template = (doc.get("spec") or {}).get("template") or {}
-    return PreparedRuntime(doc, typed.jobset_spec(template.get("spec") or {}), tuple(problems))
+    return PreparedRuntime(doc, typed.jobset_spec(template.get("spec") or {}, release=version),
+                           tuple(problems), release)
 
 
 def compile_trainjob(trainjob: Mapping[str, Any],
@@ -144,8 +156,14 @@ def compile_trainjob(trainjob: Mapping[str, Any],
     with `old` the previous version on an update); what the cluster would refuse gives
     `ok=False`, the diagnostics and no objects. `validate=False` skips admission and compiles
     what the cluster would refuse too (as upstream's controller does when its webhook is
-    bypassed; `tjc render --no-validate`)."""
-    prepared = runtime if isinstance(runtime, PreparedRuntime) else prepare_runtime(runtime)
+    bypassed; `tjc render --no-validate`). The release is `options.trainer_version`'s; a
+    prepared runtime must have been prepared for it (ValueError otherwise)."""
+    release = (options or DEFAULT_OPTIONS).release
+    prepared = runtime if isinstance(runtime, PreparedRuntime) else \
+        prepare_runtime(runtime, release)
+    if prepared.release != release:
+        raise ValueError(f"the runtime was prepared for Kubeflow Trainer "
+                         f"{prepared.release.version}, not {release.version}")
     ref = _object_ref(trainjob)
     bad_key = None if validate else admission.key_error(trainjob, "trainjob")  # else: admit's
     if bad_key is not None:
@@ -156,10 +174,10 @@ def compile_trainjob(trainjob: Mapping[str, Any],
         strict = admission.field_validation(list(prepared.diagnostics), fields)
         if has_errors(strict):
             return CompileResult((), tuple(with_object(strict, ref)))
-        admitted = admission.admit_against(trainjob, prepared.admitted(), old, fields)
+        admitted = admission.admit_against(trainjob, prepared.admitted(), old, fields, release)
         if has_errors(admitted):
             return CompileResult((), tuple(with_object(admitted, ref)))
-    tj, notes = _prepare_trainjob(trainjob)
+    tj, notes = _prepare_trainjob(trainjob, release)
     seen = {(d.rule, d.path, d.message) for d in [*notes, *prepared.diagnostics]}
     notes += [d for d in admitted if (d.rule, d.path, d.message) not in seen]
     return compile_defaulted(tj, prepared, options=options, notes=notes, ref=ref,
@@ -172,7 +190,7 @@ def compile_defaulted(tj: Obj, prepared: PreparedRuntime, *, options: CompileOpt
     """Compile a TrainJob that already went through the structural pass and defaulting (as
     `tjc render` has it after validation); `notes` are that pass's diagnostics. `refuse`
     False keeps a JobSet the cluster could never run (without validation, as upstream's
-    controller would build it)."""
+    controller would build it). The release is the prepared runtime's."""
     ref = ref or _object_ref(tj)
     notes = [*prepared.diagnostics, *(notes or [])]
     if has_errors(notes):
@@ -180,7 +198,7 @@ def compile_defaulted(tj: Obj, prepared: PreparedRuntime, *, options: CompileOpt
     mismatch = _runtime_mismatch(tj, prepared.key())
     if mismatch:
         return CompileResult((), tuple(with_object([*notes, mismatch], ref)))
-    manager = managed_elsewhere(tj)
+    manager = managed_elsewhere(tj) if prepared.release.managed_by_skip else None
     if manager is not None:
         return CompileResult((), tuple(with_object([*notes, manager], ref)))
     try:
@@ -201,26 +219,29 @@ def _compile(tj: Obj, prepared: PreparedRuntime, options: CompileOptions, refuse
     `TjcError` on a compile error); with `refuse`, an error for a JobSet the cluster could
     never run (`limits`), else the errors the API server would give its Jobs and Pods
     (`podrefusals`)."""
-    ctx = build_context(tj, prepared.doc, prepared.spec_copy(), prepared.merged)
+    ctx = build_context(tj, prepared.doc, prepared.spec_copy(), prepared.merged,
+                        prepared.release)
     ctx.options = options
     plugins = prepared.plugins(ctx)
     objects, diagnostics = _run_plugins(ctx, plugins)
     if refuse and not has_errors(diagnostics):  # what the cluster could never run, or whose
         refusal = limits.check(objects)         # Jobs and Pods it would refuse: on every path
         diagnostics += [refusal] if refusal is not None else \
-            podrefusals.check(objects, tj, ctx.ml_policy)
+            podrefusals.check(objects, tj, ctx.ml_policy, ctx.release)
     return ctx, plugins, objects, diagnostics
 
 
-def _prepare_trainjob(trainjob: Mapping[str, Any]) -> tuple[Obj, list[Diagnostic]]:
+def _prepare_trainjob(trainjob: Mapping[str, Any], release: Release
+                      ) -> tuple[Obj, list[Diagnostic]]:
     if not isinstance(trainjob, Mapping) or trainjob.get("kind") != "TrainJob":
         return {}, [error("TJC-INPUT-KIND", "the first argument must be a TrainJob document")]
-    doc, problems = structural.sanitize("TrainJob", dict(trainjob), subject="trainjob")
+    doc, problems = structural.sanitize("TrainJob", dict(trainjob), subject="trainjob",
+                                        release=release.version)
     meta = doc.get("metadata")
     if not has_errors(problems) and not (isinstance(meta, dict) and meta.get("name")):
         problems.append(error("TJC-SCHEMA-REQUIRED", "required field 'name' is missing",
                               ("metadata",)))
-    return default_in_place("TrainJob", doc), problems
+    return default_in_place("TrainJob", doc, release.version), problems
 
 
 def _run_plugins(ctx: Context, plugins: Sequence[PluginSpec]) -> tuple[list[Obj], list[Diagnostic]]:

@@ -26,9 +26,12 @@ from compiler.core.provenance import (
     object_root,
     trainjob_field,
 )
+from compiler.core.release import DEFAULT as DEFAULT_RELEASE
+from compiler.core.release import Release, release_of
 from compiler.kube import roundtrip as typed
 from compiler.kube import strategicmerge as smp
 from compiler.kube.defaults import canonicalize_quantities, quantity_tree
+from compiler.kube.releases import DEFAULT as DEFAULT_VERSION
 
 SSHKeySource = Callable[[str, str], "SSHKeyPair"]
 
@@ -51,11 +54,23 @@ class CompileOptions:
     `ignore`; `compiler.core.admission.field_validation`).
     `name_hash` is read by the render pipeline, not by the compile: it renders each TrainJob
     as if named `<name>-<hash>` (`compiler.render.named`, `tjc render --name-hash`).
+    `trainer_version` is the Kubeflow Trainer release whose objects and admission are
+    reproduced (`compiler.core.release`; default the newest); an unserved one raises
+    `compiler.core.release.UnservedRelease`, a ValueError saying why.
     """
 
     ssh_keys: SSHKeySource | None = None
     field_validation: str = "strict"
     name_hash: bool = False
+    trainer_version: str = DEFAULT_VERSION
+
+    def __post_init__(self) -> None:
+        release_of(self.trainer_version)  # refuses an unserved release now, not mid-compile
+
+    @property
+    def release(self) -> Release:
+        """The Release of `trainer_version`."""
+        return release_of(self.trainer_version)
 
 
 DEFAULT_OPTIONS = CompileOptions()
@@ -89,6 +104,9 @@ class PodSet:
     pod_spec: Obj
     replicas: int = 1
     count_origin: Origin = TEMPLATE_COUNT
+    # the pod spec whose requests a PodGroup counts, where the release's runtime info holds
+    # other resources than the JobSet (`Release.resources_per_node`); None: `pod_spec`
+    group_pod_spec: Obj | None = None
 
     def container(self, name: str, *, init: bool = False) -> Obj | None:
         """The first container (or init container) with this name."""
@@ -120,6 +138,7 @@ class Context:
     root: Path = ()
     pod_meta_origins: dict[tuple[str, str], Origin] = field(default_factory=dict)
     command_origin: Origin | None = None
+    release: Release = DEFAULT_RELEASE
 
     @property
     def name(self) -> str:
@@ -165,37 +184,44 @@ class Context:
             return str(network["subdomain"])
         return self.name
 
+    def endpoint_replicas(self, ps: PodSet) -> int:
+        """The replicas of a pod set its endpoints list: all of them from v2.3, only the first
+        before (`Release.hostfile_all_replicas`, upstream's jobset plugin `PodSet.Endpoints`)."""
+        return ps.replicas if self.release.hostfile_all_replicas else 1
+
     def endpoints(self, ps: PodSet) -> Iterator[str]:
         """`<tj>-<job>-<replica>-<pod>.<subdomain>` for every pod of a pod set."""
         sub = self.subdomain()
-        for replica in range(ps.replicas):
+        for replica in range(self.endpoint_replicas(ps)):
             for pod in range(ps.count):
                 yield f"{self.name}-{ps.name}-{replica}-{pod}.{sub}"
 
 
-def build_context(trainjob: Obj, runtime: Obj, spec: Obj,
-                  merged: MergedSpecs | None = None) -> Context:
+def build_context(trainjob: Obj, runtime: Obj, spec: Obj, merged: MergedSpecs | None = None,
+                  release: Release = DEFAULT_RELEASE) -> Context:
     """Build the context from a defaulted TrainJob, its defaulted runtime and a fresh copy of
     the runtime's JobSet spec after the typed round trip (`typed.jobset_spec`), which the
-    context takes over. Every field written is recorded in the context's `origins`;
-    `merged` (the runtime's, when given) remembers what the runtime patches merge to."""
+    context takes over, as the Kubeflow Trainer `release` builds its runtime info. Every
+    field written is recorded in the context's `origins`; `merged` (the runtime's, when
+    given, for the same release) remembers what the runtime patches merge to."""
     rt_spec = runtime.get("spec") or {}
     template = rt_spec.get("template") or {}
     ml_policy = rt_spec.get("mlPolicy")
-    patches = runtime_patches(trainjob)
-    labels, annotations = _propagated_metadata(template, patches)
+    patches = spec_patches(trainjob, release)
+    metadata = [*patches, *_own_metadata(trainjob, release)]  # (what sets JobSet labels)
+    labels, annotations = _propagated_metadata(template, metadata)
     root = (JOBSET_ROOT, str((trainjob.get("metadata") or {}).get("name", "")))
     raw = template.get("spec")
-    merged = merged if merged is not None else MergedSpecs()
+    merged = merged if merged is not None else MergedSpecs(release)
     spec_at = (*root, "spec")
     origins = Recorder({"trainjob": trainjob, "runtime": runtime}, (spec_at, merged, raw),
-                       [(root, TEMPLATE_WRITES, (raw, merged, labels, annotations, patches))])
+                       [(root, TEMPLATE_WRITES, (raw, merged, labels, annotations, metadata))])
     if patches:
         origins.add((spec_at, PATCH_WRITES, (raw, merged, patches, [])))
     spec = merged.merge(spec, patches)
     pod_sets = []
     for index, rjob in enumerate(spec.get("replicatedJobs") or []):
-        pod_sets.append(_pod_set(index, rjob, trainjob, ml_policy, origins, root))
+        pod_sets.append(_pod_set(index, rjob, trainjob, ml_policy, origins, root, release))
     command = (trainjob.get("spec", {}).get("trainer") or {}).get("command")
     return Context(
         trainjob=trainjob,
@@ -209,12 +235,55 @@ def build_context(trainjob: Obj, runtime: Obj, spec: Obj,
         trainer_command=list(command) if isinstance(command, list) else None,
         origins=origins,
         root=root,
+        release=release,
     )
 
 
 def runtime_patches(trainjob: Obj) -> list[Obj]:
     patches = trainjob.get("spec", {}).get("runtimePatches") or []
     return [p for p in patches if isinstance(p, dict)]
+
+
+SOURCE = "tjc.source"  # where a patch made from another v2.1 field comes from (a TrainJob path)
+
+
+def spec_patches(trainjob: Obj, release: Release = DEFAULT_RELEASE) -> list[Obj]:
+    """What changes the runtime's JobSet template, as runtime patches: the TrainJob's own,
+    or v2.1's `spec.podTemplateOverrides` (`Release.patch_merge`), each override the patch of
+    the pod template of every job it targets (marked with its `SOURCE`)."""
+    if release.patch_merge != "overrides":
+        return runtime_patches(trainjob)
+    overrides = (trainjob.get("spec") or {}).get("podTemplateOverrides") or []
+    return [_override_patch(k, override, release) for k, override in enumerate(overrides)
+            if isinstance(override, dict)]
+
+
+def _override_patch(k: int, override: Obj, release: Release) -> Obj:
+    """`mergePodTemplateOverrides`' patch of one override: its metadata labels and
+    annotations and its spec (Go-encoded), merged into each target job's pod template."""
+    typed_override = typed.pod_template_override(override, release.version)
+    pod: Obj = {}
+    meta = typed_override.get("metadata") or {}
+    kept = {key: meta[key] for key in ("labels", "annotations") if meta.get(key) is not None}
+    if kept:
+        pod["metadata"] = kept
+    if isinstance(typed_override.get("spec"), dict):
+        pod["spec"] = typed_override["spec"]
+    targets = dict.fromkeys(str(t.get("name", "")) for t in typed_override.get("targetJobs") or []
+                            if isinstance(t, dict))
+    jobs = [{"name": name, "template": {"spec": {"template": pod}}} for name in targets]
+    return {"trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": jobs}}},
+            SOURCE: ("spec", "podTemplateOverrides", k)}
+
+
+def _own_metadata(trainjob: Obj, release: Release) -> list[Obj]:
+    """v2.1's `spec.labels` and `spec.annotations`, which override the runtime template's on
+    the JobSet, as a patch of its metadata (none from v2.2: the CRD has no such field)."""
+    spec = trainjob.get("spec") or {}
+    meta = {key: spec[key] for key in ("labels", "annotations") if isinstance(spec.get(key), dict)}
+    if release.patch_merge != "overrides" or not meta:
+        return []
+    return [{"trainingRuntimeSpec": {"template": {"metadata": meta}}, SOURCE: ("spec",)}]
 
 
 def _patch_template(patch: Obj) -> Obj:
@@ -299,7 +368,9 @@ def _metadata_origin(name: str, key: Any, patches: list[Obj]) -> Origin:
                     ("spec", "template", "metadata", name, key))
     for i, patch in enumerate(patches):
         meta = (_patch_template(patch).get("metadata") or {}).get(name) or {}
-        if key in meta:
+        if key in meta and SOURCE in patch:  # v2.1's spec.labels / spec.annotations
+            origin = copied(f"trainJob spec.{name}", "trainjob", (*patch[SOURCE], name, key))
+        elif key in meta:
             origin = copied(f"trainJob spec.runtimePatches[{i}] (manager "
                             f"{patch.get('manager', '')})", "trainjob",
                             (*PATCHES, i, "trainingRuntimeSpec", "template", "metadata",
@@ -337,19 +408,20 @@ TEMPLATE_WRITES = _TemplateWrites()
 PATCH_WRITES = _PatchWrites()
 
 
-def merge_patches(spec: Obj, patches: list[Obj]) -> Obj:
-    """§2.2: strategic-merge each patch's spec, then restore the template's job order.
+def merge_patches(spec: Obj, patches: list[Obj], release: Release = DEFAULT_RELEASE) -> Obj:
+    """§2.2: strategic-merge each patch's spec, then restore the template's job order (as
+    `release` merges them: `merge_each`).
 
     `spec` is a copy the caller hands over (the compile's own, explain's): it is merged into
     in place, not copied again."""
     order = {rjob.get("name"): i for i, rjob in enumerate(spec.get("replicatedJobs") or [])}
-    spec, patched = merge_each(spec, patches)
+    spec, patched = merge_each(spec, patches, release)
     if not patched:
         return spec
     jobs = spec.get("replicatedJobs")
     if isinstance(jobs, list):
         jobs.sort(key=lambda rjob: order.get(rjob.get("name"), 0))
-    return typed.jobset_spec(spec, owned=True)
+    return typed.jobset_spec(spec, owned=True, release=release.version)
 
 
 class MergedSpecs:
@@ -366,7 +438,8 @@ class MergedSpecs:
 
     LIMIT = 256
 
-    def __init__(self) -> None:
+    def __init__(self, release: Release = DEFAULT_RELEASE) -> None:
+        self.release = release  # the release the runtime was prepared for
         self._memo: dict[bytes, bytes] = {}
         self._typed: list[Obj] = []
         self._normalized: list[tuple[list[Path], PathIndex]] = []
@@ -375,7 +448,7 @@ class MergedSpecs:
     def template(self, raw: Any) -> Obj:
         """This runtime's template spec `raw` after the typed round trip (read only)."""
         if not self._typed:
-            self._typed.append(typed.jobset_spec(raw or {}))
+            self._typed.append(typed.jobset_spec(raw or {}, release=self.release.version))
         return self._typed[0]
 
     def normalized_paths(self, raw: Any) -> list[Path]:
@@ -399,7 +472,7 @@ class MergedSpecs:
         key = value_key([_patch_template(patch).get("spec") for patch in patches])
         known = self._changes.get(key) if key is not None else None
         if known is None:
-            paths = patch_paths(self.template(raw), patches)
+            paths = patch_paths(self.template(raw), patches, self.release)
             known = paths, PathIndex((path, k) for k, path in paths)
             if key is not None and len(self._changes) < self.LIMIT:
                 self._changes[key] = known
@@ -411,46 +484,70 @@ class MergedSpecs:
             return spec  # (what merge_patches gives when no patch has a spec)
         specs = [_patch_template(patch).get("spec") for patch in patches]
         if not any(isinstance(pspec, dict) for pspec in specs):
-            return merge_patches(spec, patches)
+            return merge_patches(spec, patches, self.release)
         key = value_key(specs)
         if key is None:
-            return merge_patches(spec, patches)
+            return merge_patches(spec, patches, self.release)
         blob = self._memo.get(key)
         if blob is not None:
             return cast(Obj, marshal.loads(blob))
-        out = merge_patches(spec, patches)
+        out = merge_patches(spec, patches, self.release)
         if len(self._memo) < self.LIMIT:
             self._memo[key] = marshal.dumps(out)
         return out
 
 
-def merge_each(spec: Obj, patches: list[Obj]) -> tuple[Obj, bool]:
+def merge_each(spec: Obj, patches: list[Obj], release: Release = DEFAULT_RELEASE
+               ) -> tuple[Obj, bool]:
     """The strategic merge of each patch's spec (typed) into `spec`, which the caller hands
     over, and whether any patch had a spec: the only step of `build_context` that can fail
-    (`CompileError` for a list item without its merge key)."""
+    (`CompileError` for a list item without its merge key). `release.patch_merge`: v2.3
+    merges each patch into the whole JobSet spec (a job the runtime lacks is added), v2.2
+    each job patch's template into the runtime's jobs of that name only (`_merge_jobs`)."""
     patched = False
     for patch in patches:
         pspec = _patch_template(patch).get("spec")
         if not isinstance(pspec, dict):
             continue
-        spec = smp.merge_into(spec, _typed_patch(pspec))
+        if release.patch_merge == "overrides":  # (typed as it was made: `spec_patches`)
+            _merge_jobs(spec, pspec)
+        elif release.patch_merge == "jobs":
+            _merge_jobs(spec, _typed_patch(pspec, release))
+        else:
+            spec = smp.merge_into(spec, _typed_patch(pspec, release))
         patched = True
     return spec, patched
 
 
+def _merge_jobs(spec: Obj, pspec: Obj) -> None:
+    """v2.2's `mergeRuntimePatches`: each job patch's template strategic-merged (as a
+    JobTemplateSpec) into the template of every runtime job of its name, in place."""
+    for pjob in pspec.get("replicatedJobs") or []:
+        template = pjob.get("template") if isinstance(pjob, dict) else None
+        if not isinstance(template, dict):
+            continue
+        for rjob in spec.get("replicatedJobs") or []:
+            if rjob.get("name") == pjob.get("name"):
+                rjob["template"] = smp.merge_into(rjob.get("template") or {}, template)
+
+
 def _patch_origin(root: Path, k: int, patch: Obj) -> Origin:
+    if SOURCE in patch:  # v2.1's podTemplateOverrides[k]
+        return Origin(f"trainJob spec.podTemplateOverrides[{k}]", "trainjob",
+                      (*patch[SOURCE], "spec"), anchor=(*root, "spec"))
     return Origin(f"trainJob spec.runtimePatches[{k}] (manager {patch.get('manager', '')})",
                   "trainjob", (*PATCHES, k, *PATCH_SPEC), anchor=(*root, "spec"))
 
 
-def patch_paths(spec: Obj, patches: list[Obj]) -> list[tuple[int, Path]]:
+def patch_paths(spec: Obj, patches: list[Obj], release: Release = DEFAULT_RELEASE
+                ) -> list[tuple[int, Path]]:
     """Each field (path below the spec) the k-th patch changes in the JobSet spec `spec`
     (read only), comparing the spec after k-1 and k patches (what the strategic merge writes,
     without instrumenting it)."""
     before = spec
     out = []
     for k in range(len(patches)):
-        after = merge_patches(copy_json(spec), patches[:k + 1])
+        after = merge_patches(copy_json(spec), patches[:k + 1], release)
         out += [(k, path) for path in _changed(before, after, ())]
         before = after
     return out
@@ -470,15 +567,15 @@ def _changed(old: Any, new: Any, path: Path) -> list[Path]:
     return [] if new == old else [path]
 
 
-def _typed_patch(pspec: Obj) -> Obj:
+def _typed_patch(pspec: Obj, release: Release) -> Obj:
     """The patch as Go's JSON encoding of `JobSetSpecPatch` would give it."""
-    out = typed.patch_spec(pspec)
-    canonicalize_quantities(out, _patch_quantities())
+    out = typed.patch_spec(pspec, release.version)
+    canonicalize_quantities(out, _patch_quantities(release.version))
     return out
 
 
-def _patch_quantities() -> Obj | None:
-    tree = quantity_tree("TrainJob", "spec", "runtimePatches")
+def _patch_quantities(version: str) -> Obj | None:
+    tree = quantity_tree("TrainJob", "spec", "runtimePatches", release=version)
     tree = (tree or {}).get("i")
     for name in ("trainingRuntimeSpec", "template", "spec"):
         tree = (tree or {}).get("p", {}).get(name)
@@ -486,7 +583,7 @@ def _patch_quantities() -> Obj | None:
 
 
 def _pod_set(index: int, rjob: Obj, trainjob: Obj, ml_policy: Any, origins: Recorder,
-             root: Path) -> PodSet:
+             root: Path, release: Release = DEFAULT_RELEASE) -> PodSet:
     """§2.4 and §2.5: count, ancestor, and the resourcesPerNode merge for one job."""
     job_template = rjob["template"]
     job_spec = job_template["spec"]
@@ -498,15 +595,22 @@ def _pod_set(index: int, rjob: Obj, trainjob: Obj, ml_policy: Any, origins: Reco
         count = (ml_policy or {}).get("numNodes", 1)
         count_origin = POLICY_COUNT if "numNodes" in (ml_policy or {}) else POLICY_COUNT_UNSET
     resources = (trainjob.get("spec", {}).get("trainer") or {}).get("resourcesPerNode")
-    if isinstance(resources, dict) and takes_resources(rjob, ancestor, ml_policy):
-        at = _merge_node_resources(pod_spec, resources)
+    group = None
+    if isinstance(resources, dict) and takes_resources(rjob, ancestor, ml_policy, release):
+        if release.resources_per_node == "merge":
+            at = _merge_node_resources(pod_spec, resources)
+        else:
+            in_info = release.resources_per_node == "replace" and ancestor == TRAINER and \
+                ml_policy is not None
+            group = _group_pod_spec(pod_spec, resources if in_info else None)
+            at = _replace_node_resources(pod_spec, resources)
         if at is not None:
             origins.add(((*root, "spec", "replicatedJobs", index, *POD_SPEC, "containers", at,
                           "resources"), RESOURCE_WRITES, resources))
     return PodSet(index=index, name=str(rjob.get("name", "")), ancestor=ancestor,
                   count=max(int(count if isinstance(count, int) else 1), 1),
                   pod_spec=pod_spec, replicas=int(rjob.get("replicas", 1) or 1),
-                  count_origin=count_origin)
+                  count_origin=count_origin, group_pod_spec=group)
 
 
 class _ResourceWrites(Writes):
@@ -543,15 +647,16 @@ def _resource_origin(key: str, name: Any) -> Origin:
     return trainjob_field(("spec", "trainer", "resourcesPerNode", key, name))
 
 
-def takes_resources(rjob: Obj, ancestor: str | None, ml_policy: Any) -> bool:
-    """Whether upstream merges a TrainJob's resourcesPerNode into this replicated job (§2.5):
-    the trainer job of a runtime with an mlPolicy, or MPI's `node` job when the launcher
-    runs as a node."""
-    if not isinstance(ml_policy, dict):
+def takes_resources(rjob: Obj, ancestor: str | None, ml_policy: Any,
+                    release: Release = DEFAULT_RELEASE) -> bool:
+    """Whether upstream puts a TrainJob's resourcesPerNode into this replicated job (§2.5):
+    the trainer job, or MPI's `node` job when the launcher runs as a node; where the release
+    merges them (`Release.resources_per_node`), only in a runtime with an mlPolicy."""
+    if release.resources_per_node == "merge" and not isinstance(ml_policy, dict):
         return False
     if ancestor == TRAINER:
         return True
-    mpi = ml_policy.get("mpi")
+    mpi = ml_policy.get("mpi") if isinstance(ml_policy, dict) else None
     return isinstance(mpi, dict) and mpi.get("runLauncherAsNode") is True \
         and rjob.get("name") == NODE
 
@@ -599,6 +704,32 @@ def _merge_node_resources(pod_spec: Obj, override: Obj) -> int | None:
     return index
 
 
+def _replace_node_resources(pod_spec: Obj, override: Obj) -> int | None:
+    """v2.2's and v2.1's JobSet builder (`WithResources`): the TrainJob's limits and requests
+    replace the first `node` container's resources (the runtime's and its claims are gone),
+    when it sets either. Returns the index of that container (None: nothing written)."""
+    index = node_container(pod_spec)
+    if index is None or (override.get("limits") is None and override.get("requests") is None):
+        return None
+    canonical = _canonical_resources(override)
+    pod_spec["containers"][index]["resources"] = {
+        key: dict(canonical[key]) for key in ("limits", "requests")
+        if isinstance(canonical.get(key), dict)}
+    return index
+
+
+def _group_pod_spec(pod_spec: Obj, info: Obj | None) -> Obj:
+    """The pod spec a v2.1 or v2.2 PodGroup counts (the runtime info's, made before any
+    plugin): the runtime's own, but where v2.2 put the TrainJob's resourcesPerNode (`info`)
+    into the trainer's first `node` container. Shares what the compile never changes."""
+    containers = [dict(c) if isinstance(c, dict) else c for c in pod_spec.get("containers") or []]
+    index = node_container(pod_spec)
+    if info is not None and index is not None:
+        containers[index]["resources"] = _canonical_resources(info)
+    return {**pod_spec, "containers": containers,
+            "initContainers": list(pod_spec.get("initContainers") or [])}
+
+
 def node_container(pod_spec: Any) -> int | None:
     """The index of the pod spec's first container named `node` (containers only): the one
     a TrainJob's resourcesPerNode is merged into (§2.5), None when there is none."""
@@ -609,8 +740,11 @@ def node_container(pod_spec: Any) -> int | None:
     return None
 
 
-def may_take_resources(ml_policy: Any, pod_spec: Any, index: Any) -> bool:
+def may_take_resources(ml_policy: Any, pod_spec: Any, index: Any,
+                       release: Release = DEFAULT_RELEASE) -> bool:
     """Whether a TrainJob's resourcesPerNode may replace the amounts of container `index` of
-    a runtime's pod spec: its first `node` container, in a runtime with an mlPolicy. The job
-    is not asked: a TrainJob's runtime patch can give any replicated job the trainer label."""
-    return isinstance(ml_policy, dict) and index == node_container(pod_spec)
+    a runtime's pod spec: its first `node` container (in a runtime with an mlPolicy, where
+    the release merges them). The job is not asked: a TrainJob's runtime patch can give any
+    replicated job the trainer label."""
+    return (isinstance(ml_policy, dict) or release.resources_per_node != "merge") and \
+        index == node_container(pod_spec)

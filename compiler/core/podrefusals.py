@@ -32,6 +32,8 @@ from compiler.core.context import (
     may_take_resources,
     takes_resources,
 )
+from compiler.core.release import DEFAULT as DEFAULT_RELEASE
+from compiler.core.release import Release
 from compiler.kube.podresources import amount_problem
 from compiler.kube.podspec.base import Problem, Scope, dicts
 from compiler.kube.podspec.check import job_problems
@@ -41,10 +43,10 @@ _CONTAINER: Path = ("template", "spec", "containers")
 _TRAINER_FIELDS = {"image": "image", "resources": "resourcesPerNode"}
 
 
-def check(objects: list[Obj], trainjob: Obj, ml_policy: Obj | None = None
-          ) -> list[Diagnostic]:
+def check(objects: list[Obj], trainjob: Obj, ml_policy: Obj | None = None,
+          release: Release = DEFAULT_RELEASE) -> list[Diagnostic]:
     """Every error the API server would give the Jobs and Pods of the compiled JobSet
-    (`ml_policy`: the runtime's)."""
+    (`ml_policy`: the runtime's; `release`: whose resourcesPerNode rule made it)."""
     out: list[Diagnostic] = []
     for obj in objects:
         if obj.get("kind") != "JobSet":
@@ -55,18 +57,19 @@ def check(objects: list[Obj], trainjob: Obj, ml_policy: Obj | None = None
             for problem in job_problems(spec, Scope.PODS):
                 if kept(problem):
                     out.append(_error(problem, rjob, spec, trainjob))
-                elif _per_node(problem.path, spec, ml_policy):
-                    out.append(_amount(problem, rjob, trainjob, ml_policy))
+                elif _per_node(problem.path, spec, ml_policy, release):
+                    out.append(_amount(problem, rjob, trainjob, ml_policy, release))
     return out
 
 
-def _per_node(path: Path, spec: Any, ml_policy: Obj | None) -> bool:
+def _per_node(path: Path, spec: Any, ml_policy: Obj | None, release: Release) -> bool:
     """Whether an amount is in the container a TrainJob's resourcesPerNode may land in."""
     return len(path) == 7 and path[:3] == _CONTAINER and path[4] == "resources" and \
-        may_take_resources(ml_policy, get_path(spec, "template", "spec"), path[3])
+        may_take_resources(ml_policy, get_path(spec, "template", "spec"), path[3], release)
 
 
-def _amount(problem: Problem, rjob: Obj, trainjob: Obj, ml_policy: Obj | None) -> Diagnostic:
+def _amount(problem: Problem, rjob: Obj, trainjob: Obj, ml_policy: Obj | None,
+            release: Release) -> Diagnostic:
     """A refused amount of the `node` container: at resourcesPerNode when it set the amount
     (with the amount as written there), else at `spec.runtimeRef` (the runtime's)."""
     group, name = problem.path[5], problem.path[6]
@@ -74,7 +77,7 @@ def _amount(problem: Problem, rjob: Obj, trainjob: Obj, ml_policy: Obj | None) -
     written = get_path(trainjob, *at)
     labels = get_path(rjob, "template", "metadata", "labels")
     ancestor = labels.get(ANCESTOR_LABEL) if isinstance(labels, dict) else None
-    if written is not None and takes_resources(rjob, ancestor, ml_policy):
+    if written is not None and takes_resources(rjob, ancestor, ml_policy, release):
         found = amount_problem(str(name), written) if isinstance(written, (str, int)) and \
             not isinstance(written, bool) else None
         return error(problem.rule, found[1] if found else problem.message, at, subject="pods")

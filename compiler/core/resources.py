@@ -134,10 +134,12 @@ def _pod_level(name: str) -> bool:
 
 def pod_group_totals(pod_sets: list[Any]) -> tuple[int, dict[str, str]]:
     """minMember (pods over every pod set, initializers included) and minResources (each pod
-    set's single-pod requests times its count, summed), as the PodGroup plugins compute them."""
+    set's single-pod requests times its count, summed), as the PodGroup plugins compute them
+    (from the runtime info's pod spec where the release keeps one: `PodSet.group_pod_spec`)."""
     members = 0
     total: dict[str, Quantity] = {}
     for ps in pod_sets:
         members += ps.count
-        _add(total, {name: q * ps.count for name, q in pod_requests(ps.pod_spec).items()})
+        spec = ps.pod_spec if ps.group_pod_spec is None else ps.group_pod_spec
+        _add(total, {name: q * ps.count for name, q in pod_requests(spec).items()})
     return int32(members), {name: canonical_string(q) for name, q in sorted(total.items())}

@@ -65,6 +65,8 @@ from compiler.core.plugins.checks import (
 )
 from compiler.core.plugins.checks import go_quote as _q
 from compiler.core.plugins.hooks import CustomValidation
+from compiler.core.release import DEFAULT as DEFAULT_RELEASE
+from compiler.core.release import Release
 from compiler.core.resolve import wanted_key
 from compiler.kube.defaults import canonicalize_quantities, default_in_place, quantity_tree
 from compiler.kube.structural import sanitize
@@ -98,34 +100,39 @@ _SUBDOMAIN_MESSAGE = (
 # ----------------------------------------------------------------------------- entry points
 
 
-def validate_trainjob(trainjob: Obj, runtime: Obj | None, *,
-                      old: Obj | None = None) -> list[Diagnostic]:
-    """Upstream's TrainJob admission checks against the runtime it references (None when no
-    document or built-in provides it), with `old` the previous version on an update."""
+def validate_trainjob(trainjob: Obj, runtime: Obj | None, *, old: Obj | None = None,
+                      release: Release = DEFAULT_RELEASE) -> list[Diagnostic]:
+    """Upstream's TrainJob admission checks (of the Kubeflow Trainer `release`) against the
+    runtime it references (None when no document or built-in provides it), with `old` the
+    previous version on an update."""
     if runtime is None:
         return [_not_found(trainjob)]
     found: list[Diagnostic] = []
-    facts = _runtime_facts(runtime)
+    facts = _runtime_facts(runtime, release)
     if facts.deprecated is not None:
         found.append(facts.deprecated)
-    job = Admission(trainjob, runtime)
-    if as_dict(trainjob.get("spec")).get("runtimePatches"):
+    job = Admission(trainjob, runtime, release=release)
+    if job.patches:
         problem = job.merge_problem()  # only patches can keep the context from being built
         if problem is not None:
             found.append(problem)
     for validate in facts.validators:
         found.extend(validate(job))
     found.extend(_jobset(job))
-    if old is not None:
+    if old is not None and release.patch_merge == "overrides":
+        found.extend(_overrides_immutable(job, old))
+    elif old is not None:
         found.extend(_patches_immutable(job, old))
     return found
 
 
-def validate_runtime(runtime: Obj, *, old: Obj | None = None) -> list[Diagnostic]:
+def validate_runtime(runtime: Obj, *, old: Obj | None = None,
+                     release: Release = DEFAULT_RELEASE) -> list[Diagnostic]:
     """Upstream's TrainingRuntime/ClusterTrainingRuntime admission checks (`old`: the previous
-    version on an update)."""
+    version on an update); the webhook's objectSelector skips a runtime labelled
+    `webhook-validation: disabled` from v2.3 (`Release.runtime_webhook_selector`)."""
     labels = as_dict(as_dict(runtime.get("metadata")).get("labels"))
-    if labels.get(WEBHOOK_VALIDATION_LABEL) == "disabled":
+    if labels.get(WEBHOOK_VALIDATION_LABEL) == "disabled" and release.runtime_webhook_selector:
         return []
     kind = runtime.get("kind")
     if kind == "TrainingRuntime" and old is not None:
@@ -163,11 +170,13 @@ class RuntimeFacts:
 
 
 @per_object
-def _runtime_facts(runtime: Obj) -> RuntimeFacts:
-    """The facts of a runtime, worked out once per runtime object (callers validate many
-    TrainJobs against one, and never change it)."""
+def _runtime_facts(runtime: Obj, release: Release) -> RuntimeFacts:
+    """The facts of a runtime, worked out once per runtime object and release (callers
+    validate many TrainJobs against one, and never change it); only the plugins the release
+    registers validate."""
     validators: list[Validate] = [hook.validate for plugin, hook in hooked(CustomValidation)
-                                  if _policy_set(runtime, plugin.policy)]
+                                  if release.has_plugin(plugin.name)
+                                  and _policy_set(runtime, plugin.policy)]
     names = _container_names(as_dict(get_path(runtime, "spec", "template", "spec")))
     return RuntimeFacts(validators, names, _deprecated_reference(runtime))
 
@@ -226,8 +235,9 @@ def _jobset(job: Admission) -> Iterator[Diagnostic]:
         for key, name, config in (("dataset", DATASET_INITIALIZER, "datasetConfig"),
                                   ("model", MODEL_INITIALIZER, "modelConfig")):
             if isinstance(initializer.get(key), dict):
-                yield from _initializer(spec, names, name, config)
-    yield from _patches(job)
+                yield from _initializer(spec, names, name, config,
+                                        job.release.initializer_mount_check)
+    yield from _overrides(job) if job.release.patch_merge == "overrides" else _patches(job)
 
 
 def _container_names(spec: Obj) -> dict[str, set[str]]:
@@ -241,9 +251,10 @@ def _container_names(spec: Obj) -> dict[str, set[str]]:
     return out
 
 
-def _initializer(spec: Obj, names: dict[str, set[str]], name: str,
-                 config: str) -> Iterator[Diagnostic]:
-    """The job named `name`, its container `name`, and that container's `initializer` mount."""
+def _initializer(spec: Obj, names: dict[str, set[str]], name: str, config: str,
+                 mount: bool = True) -> Iterator[Diagnostic]:
+    """The job named `name`, its container `name`, and (from v2.3: `mount`,
+    `Release.initializer_mount_check`) that container's `initializer` mount."""
     if name not in names:
         yield error("TJC-WEBHOOK-INITIALIZER-JOB",
                     f"must have {name} job when trainJob is configured with input {config}",
@@ -251,7 +262,7 @@ def _initializer(spec: Obj, names: dict[str, set[str]], name: str,
     elif name not in names[name]:
         yield error("TJC-WEBHOOK-INITIALIZER-CONTAINER",
                     f"must have container with name - {name} in the {name} job", RUNTIME_REF)
-    elif not _has_initializer_mount(spec, name):
+    elif mount and not _has_initializer_mount(spec, name):
         yield error("TJC-WEBHOOK-INITIALIZER-MOUNT",
                     f"must have volumeMount with name - {INITIALIZER_VOLUME} in container "
                     f"{name} of the {name} job", RUNTIME_REF)
@@ -274,7 +285,7 @@ def _patches(job: Admission) -> Iterator[Diagnostic]:
     template; see the module docstring)."""
     if not job.spec.get("runtimePatches"):
         return  # no patch, no patch job: nothing below would be looked at
-    names = _runtime_facts(job.runtime).names
+    names = _runtime_facts(job.runtime, job.release).names
     for i, patch in enumerate(as_list(job.spec.get("runtimePatches"))):
         yield from _manager(str(patch.get("manager", "")), (*PATCHES, i, "manager"))
     for i, j, pjob in patch_jobs(job.trainjob):
@@ -282,6 +293,11 @@ def _patches(job: Admission) -> Iterator[Diagnostic]:
         rjob_name = str(pjob.get("name", ""))
         containers = names.get(rjob_name)
         pod = get_path(pjob, *POD_SPEC)
+        if containers is None and job.release.patch_merge == "jobs":
+            # v2.2 merges job patches into the runtime's jobs only: none is added
+            yield error("TJC-WEBHOOK-PATCH-JOB", "must not have replicated job that doesn't "
+                        "exist in the runtime job template", (*path, "name"))
+            continue
         if containers is None:
             yield _new_in_patch("TJC-QUIRK-PATCH-NEW-JOB", f"replicated job {_q(rjob_name)}",
                                 "the runtime job template", (*path, "name"))
@@ -341,27 +357,75 @@ def _manager(value: str, path: Path) -> Iterator[Diagnostic]:
                     f"is '{_HTTP_PATH}')", path)
 
 
-def _patches_immutable(job: Admission, old: Obj) -> Iterator[Diagnostic]:
-    """On update: runtimePatches may change only when the TrainJob is suspended before or
-    after (patch `time` ignored: the defaulter restores it for unchanged patches). The
-    active-JobSet check that follows upstream needs a cluster and is skipped."""
-    old_doc = default_in_place("TrainJob", sanitize("TrainJob", old, subject="trainjob")[0])
-    old_spec = as_dict(old_doc.get("spec"))
-    if _comparable_patches(old_spec) == _comparable_patches(job.spec):
+OVERRIDES: Path = ("spec", "podTemplateOverrides")
+
+
+def _overrides(job: Admission) -> Iterator[Diagnostic]:
+    """v2.1's JobSet `Validate` of `spec.podTemplateOverrides`: each target job exists in the
+    runtime, and its override gives no env to the node and initializer containers (an
+    override container the job lacks is merged in, as a runtime patch's is)."""
+    overrides = as_list(job.spec.get("podTemplateOverrides"))
+    if not overrides:
         return
-    if old_spec.get("suspend") is True or job.spec.get("suspend") is True:
+    names = _runtime_facts(job.runtime, job.release).names
+    for i, override in enumerate(overrides):
+        spec = as_dict(override.get("spec"))
+        for j, target in enumerate(as_list(override.get("targetJobs"))):
+            if str(target.get("name", "")) not in names:
+                yield error("TJC-WEBHOOK-OVERRIDE-JOB", "must not have targetJob that doesn't "
+                            "exist in the runtime job template",
+                            (*OVERRIDES, i, "targetJobs", j, "name"))
+        for k, container in enumerate(as_list(spec.get("containers"))):
+            if container.get("env") and container.get("name") in PATCH_ENV_CONTAINERS:
+                yield error("TJC-WEBHOOK-OVERRIDE-ENV",
+                            f"must not have envs for the {DATASET_INITIALIZER}, "
+                            f"{MODEL_INITIALIZER}, {NODE} containers; set them in "
+                            "spec.trainer.env or spec.initializer instead",
+                            (*OVERRIDES, i, "spec", "containers", k, "env"))
+
+
+def _overrides_immutable(job: Admission, old: Obj) -> Iterator[Diagnostic]:
+    """v2.1, on update: podTemplateOverrides change only when the TrainJob is suspended
+    after the update (the active-JobSet check needs a cluster and is skipped)."""
+    version = job.release.version
+    old_doc = default_in_place("TrainJob", sanitize("TrainJob", old, subject="trainjob",
+                                                    release=version)[0], version)
+    old_spec = as_dict(old_doc.get("spec"))
+    if _prune(old_spec.get("podTemplateOverrides")) == _prune(
+            job.spec.get("podTemplateOverrides")):
+        return
+    before = job.release.patch_change_suspended_before  # (False: v2.1 asks after only)
+    if not ((before and old_spec.get("suspend") is True) or job.spec.get("suspend") is True):
+        yield error("TJC-WEBHOOK-OVERRIDE-IMMUTABLE", "podTemplateOverrides can only be "
+                    "modified when the TrainJob is suspended", OVERRIDES)
+
+
+def _patches_immutable(job: Admission, old: Obj) -> Iterator[Diagnostic]:
+    """On update: runtimePatches may change only when the TrainJob is suspended after the
+    update, or (from v2.2.1: `Release.patch_change_suspended_before`) before it (patch
+    `time` ignored: the defaulter restores it for unchanged patches). The active-JobSet check
+    that follows upstream needs a cluster and is skipped."""
+    version = job.release.version
+    old_doc = default_in_place("TrainJob", sanitize("TrainJob", old, subject="trainjob",
+                                                    release=version)[0], version)
+    old_spec = as_dict(old_doc.get("spec"))
+    if _comparable_patches(old_spec, version) == _comparable_patches(job.spec, version):
+        return
+    before = job.release.patch_change_suspended_before
+    if (before and old_spec.get("suspend") is True) or job.spec.get("suspend") is True:
         return
     yield error("TJC-WEBHOOK-PATCH-IMMUTABLE",
-                "runtimePatches can only be modified when the TrainJob is suspended before or "
-                "after the update", PATCHES)
+                "runtimePatches can only be modified when the TrainJob is suspended" +
+                (" before or after the update" if before else ""), PATCHES)
 
 
-def _comparable_patches(spec: Obj) -> Any:
+def _comparable_patches(spec: Obj, version: str) -> Any:
     """The patches as `equality.Semantic` compares them: without `time`, with nulls and empty
     lists/maps dropped and quantities canonical."""
     patches = [{k: v for k, v in p.items() if k != "time"}
                for p in as_list(spec.get("runtimePatches"))]
-    canonicalize_quantities(patches, as_dict(quantity_tree("TrainJob", "spec", "runtimePatches")))
+    canonicalize_quantities(patches, as_dict(quantity_tree("TrainJob", "spec", "runtimePatches",
+                                                           release=version)))
     return _prune(patches)
 
 

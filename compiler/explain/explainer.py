@@ -28,6 +28,8 @@ from compiler.core.plugins import registry
 from compiler.core.plugins.base import PluginSpec
 from compiler.core.plugins.graph import build_graph, plugin_order
 from compiler.core.provenance import Recorder, root_of
+from compiler.core.release import DEFAULT as DEFAULT_RELEASE
+from compiler.core.release import Release
 from compiler.core.resolve import RUNTIME_KINDS, not_found, runtime_key, wanted_key
 from compiler.io import emit
 from compiler.io.loader import Document
@@ -73,12 +75,14 @@ class Explainer:
     """Lists every changed output field with the origin the compile recorded for it."""
 
     def __init__(self, tj: Document, runtime: Document,
-                 prepared: PreparedRuntime | None = None) -> None:
+                 prepared: PreparedRuntime | None = None,
+                 release: Release = DEFAULT_RELEASE) -> None:
         self.tj, self.runtime = tj, runtime
         self.kind = str(runtime.data.get("kind"))
-        self.prepared = prepared or prepare_runtime(runtime.data)
-        data, _ = sanitize("TrainJob", tj.data, subject="trainjob")
-        self.trainjob = default_in_place("TrainJob", data)
+        self.prepared = prepared or prepare_runtime(runtime.data, release)
+        version = self.prepared.release.version
+        data, _ = sanitize("TrainJob", tj.data, subject="trainjob", release=version)
+        self.trainjob = default_in_place("TrainJob", data, version)
         self.result: CompileResult = compile_defaulted(self.trainjob, self.prepared)
         self.origins = self.result.origins or Recorder()
         self._inputs = {"trainjob": tj, "runtime": runtime}

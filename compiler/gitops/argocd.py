@@ -18,8 +18,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 from compiler.core.admission import FIELD_VALIDATION
+from compiler.core.release import SERVED
 from compiler.core.resolve import RUNTIME_KINDS
 from compiler.io.loader import Document
+from compiler.kube.releases import jobset_versions
 
 APP_ARGS_ENV = "ARGOCD_ENV_TJC_ARGS"  # the Application's plugin env TJC_ARGS
 TRAINER_GROUP = "trainer.kubeflow.org"
@@ -59,13 +61,17 @@ class AppOptions:
     builtin_runtimes: bool = True
     field_validation: str = "strict"
     name_hash: bool = False
+    trainer_version: str | None = None  # else the repository's .tjc.yaml, else the newest
+    jobset_version: str | None = None
 
     def render_arguments(self) -> list[str]:
         """The `tjc render` arguments these options stand for."""
         return [*(["--keep-trainjobs"] if self.keep_trainjobs else []),
                 *([] if self.builtin_runtimes else ["--no-builtin-runtimes"]),
                 *(["--name-hash"] if self.name_hash else []),
-                f"--field-validation={self.field_validation}"]
+                f"--field-validation={self.field_validation}",
+                *([f"--trainer-version={self.trainer_version}"] if self.trainer_version else []),
+                *([f"--jobset-version={self.jobset_version}"] if self.jobset_version else [])]
 
 
 _Flag = Callable[[AppOptions], AppOptions]
@@ -79,6 +85,8 @@ _FLAGS: dict[str, _Flag] = {
 }
 _VALUED: dict[str, tuple[tuple[str, ...], Callable[[AppOptions, str], AppOptions]]] = {
     "--field-validation": (FIELD_VALIDATION, lambda o, v: replace(o, field_validation=v)),
+    "--trainer-version": (SERVED, lambda o, v: replace(o, trainer_version=v)),
+    "--jobset-version": (jobset_versions(), lambda o, v: replace(o, jobset_version=v)),
 }
 ALLOWED = (*_FLAGS, *(f"{name} {'|'.join(values)}" for name, (values, _) in _VALUED.items()))
 

@@ -54,6 +54,8 @@ class FunctionConfig:
     policy_values: Obj = field(default_factory=dict)
     field_validation: str = "strict"
     placement: Placement | None = None  # `namespace` or `defaultNamespace`
+    trainer_version: str | None = None  # else the repository's .tjc.yaml, else the newest
+    jobset_version: str | None = None  # else .tjc.yaml's, else the Trainer release's own
 
 
 def parse_config(config: Any) -> FunctionConfig:
@@ -76,7 +78,8 @@ def parse_config(config: Any) -> FunctionConfig:
 _BOOLS = {"keepTrainJobs": "keep_trainjobs", "validate": "validate",
           "builtinRuntimes": "builtin_runtimes", "defaultPolicies": "default_policies",
           "nameHash": "name_hash"}
-_OTHERS = ("policies", "skip", "policyValues", "fieldValidation", "namespace", "defaultNamespace")
+_OTHERS = ("policies", "skip", "policyValues", "fieldValidation", "namespace", "defaultNamespace",
+           "trainerVersion", "jobsetVersion")
 
 
 def _set_option(out: FunctionConfig, key: str, value: Any) -> None:
@@ -91,6 +94,11 @@ def _set_option(out: FunctionConfig, key: str, value: Any) -> None:
             raise ConfigError(f"functionConfig: fieldValidation must be one of "
                               f"{', '.join(FIELD_VALIDATION)}, got {value!r}")
         out.field_validation = value
+    elif key in ("trainerVersion", "jobsetVersion"):
+        if not isinstance(value, str) or not value:
+            raise ConfigError(f"functionConfig: {key} must be a version such as v2.2.1, got "
+                              f"{value!r}")
+        setattr(out, "trainer_version" if key == "trainerVersion" else "jobset_version", value)
     elif key in ("namespace", "defaultNamespace"):
         if out.placement is not None:
             raise ConfigError("functionConfig: give namespace or defaultNamespace, not both")

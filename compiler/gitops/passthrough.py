@@ -50,6 +50,7 @@ class PassOptions:
     policies: PolicyChecker | None = None
     fields: str = "strict"  # kubectl's field validation of unknown fields
     placement: Placement | None = None  # the namespace the stream is applied into
+    jobset: str | None = None  # the cluster's JobSet release (default: the Trainer release's)
 
 
 def transform(sources: Sequence[Source], builtin: Sequence[Document] = (),
@@ -60,7 +61,9 @@ def transform(sources: Sequence[Source], builtin: Sequence[Document] = (),
     table, notes = runtime_table(sources, builtin, opts.placement)
     if notes:
         yield Item(None, notes)
-    session = Session(table, policies=opts.policies, fields=opts.fields)
+    release = (opts.compile or CompileOptions()).release
+    session = Session(table, policies=opts.policies, fields=opts.fields, release=release,
+                      jobset=opts.jobset)
     names = Names()
     for source in sources:
         tool_file = toolfiles.skipped(source)

@@ -1,5 +1,7 @@
 """The built-in runtimes: Kubeflow Trainer v2.3.0's ClusterTrainingRuntimes, shipped inside the
-package (the top-level `runtimes/` folder) and loaded as the default runtime set.
+package (the top-level `runtimes/` folder) and loaded as the default runtime set; those of an
+older served release (`builtin_runtimes(version)`) are that release's own files
+(`compiler.kube.releases`).
 
 An edge module (it reads package files); the core receives the runtimes as data.
 """
@@ -14,6 +16,7 @@ from typing import Any
 
 from compiler.common import diskcache
 from compiler.io.loader import Document, Source, parse_source, read_source
+from compiler.kube.releases import DEFAULT, release_data
 
 CACHE_AREA = "runtimes"
 Parsed = tuple[dict[str, Any], int, tuple[str | int, ...]]
@@ -21,7 +24,7 @@ Parsed = tuple[dict[str, Any], int, tuple[str | int, ...]]
 RUNTIMES_DIR = Path(__file__).resolve().parent.parent / "runtimes"
 # Each built-in runtime is a byte-for-byte copy of this upstream file (same lines), which is
 # the URI reports give for a diagnostic inside it.
-UPSTREAM = "https://github.com/kubeflow/trainer/blob/v2.3.0/manifests/base/runtimes/"
+UPSTREAM = "https://github.com/kubeflow/trainer/blob/{}/manifests/base/runtimes/"
 UPSTREAM_FILES = {
     "deepspeed-distributed.yaml": "deepspeed_distributed.yaml",
     "jax-distributed.yaml": "jax_distributed.yaml",
@@ -34,20 +37,30 @@ UPSTREAM_FILES = {
 }
 
 
-def builtin_uris() -> dict[str, str]:
-    """File name of each built-in runtime (as in `<builtin>/NAME`) -> its upstream URI."""
-    return {name: UPSTREAM + path for name, path in UPSTREAM_FILES.items()}
+def builtin_uris(version: str = DEFAULT) -> dict[str, str]:
+    """File name of each built-in runtime (as in `<builtin>/NAME`) -> its upstream URI (of
+    the Kubeflow Trainer release `version`)."""
+    names = {path.name for path in _files(version)}
+    return {name: UPSTREAM.format(version) + path for name, path in UPSTREAM_FILES.items()
+            if name in names}
 
 
-@lru_cache(maxsize=1)
-def builtin_runtimes() -> tuple[Document, ...]:
-    """Every document in the packaged runtimes folder, in file-name order.
+def _files(version: str) -> tuple[Path, ...]:
+    if version == DEFAULT:
+        return tuple(sorted(RUNTIMES_DIR.glob("*.yaml")))
+    return release_data(version).runtime_files()
+
+
+@lru_cache(maxsize=4)
+def builtin_runtimes(version: str = DEFAULT) -> tuple[Document, ...]:
+    """Every document in the packaged runtimes folder (of the Kubeflow Trainer release
+    `version`: `compiler.kube.releases`), in file-name order.
 
     The files are read every time; what parsing them gives is kept in the start-up cache
     (`compiler.common.diskcache`) under the digest of their names and texts, so a changed file is
     parsed again."""
     sources = []
-    for path in sorted(RUNTIMES_DIR.glob("*.yaml")):
+    for path in _files(version):
         source = read_source(str(path))
         source.name = f"<builtin>/{path.name}"
         sources.append(source)

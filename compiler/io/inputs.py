@@ -18,6 +18,8 @@ from compiler.common.diagnostics import Diagnostic, Severity, error
 from compiler.common.jsondata import Obj
 from compiler.core.compile import PreparedRuntime, prepare_runtime
 from compiler.core.context import JOBSET_API
+from compiler.core.release import DEFAULT as DEFAULT_RELEASE
+from compiler.core.release import Release
 from compiler.core.resolve import RUNTIME_KINDS, RuntimeKey, runtime_key
 from compiler.io import toolfiles
 from compiler.io.loader import Document, Source, SourceFiles, iter_source
@@ -33,11 +35,12 @@ class RuntimeEntry:
     doc: Document
     prepared: PreparedRuntime | None = None
 
-    def get(self) -> PreparedRuntime:
-        """Prepare the runtime on first use."""
-        if self.prepared is None:
-            self.prepared = prepare_runtime(self.doc.data)
-        return self.prepared
+    def get(self, release: Release = DEFAULT_RELEASE) -> PreparedRuntime:
+        """Prepare the runtime (for the Kubeflow Trainer `release`) on first use."""
+        known = self.prepared
+        if known is None or (known.release is not release and known.release != release):
+            known = self.prepared = prepare_runtime(self.doc.data, release)
+        return known
 
 
 def kind_of(doc: Document) -> str | Diagnostic:

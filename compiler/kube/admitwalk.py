@@ -17,6 +17,7 @@ from typing import Any
 from compiler.common.diagnostics import Diagnostic, Path
 from compiler.common.jsondata import copy_json, copy_without_nulls
 from compiler.kube.defaults import default_value
+from compiler.kube.releases import DEFAULT
 from compiler.kube.schema import order
 from compiler.kube.schematree import Node, root
 from compiler.kube.structural import SCALARS, Walk, type_ok
@@ -107,11 +108,12 @@ class _Admit(Walk):
         return out
 
 
-def admit(kind: str, doc: Any, *, subject: str = "document"
+def admit(kind: str, doc: Any, *, subject: str = "document", release: str = DEFAULT
           ) -> tuple[dict[str, Any], list[Diagnostic], list[Diagnostic]]:
-    """The pruned, defaulted object; its structural diagnostics; its schema diagnostics."""
+    """The pruned, defaulted object; its structural diagnostics; its schema diagnostics
+    (against the CRD of the Kubeflow Trainer `release`)."""
     walk = _Admit(subject)
-    node = root(kind)
+    node = root(kind, release)
     data = walk.mapping(doc, node, ()) if isinstance(doc, dict) else walk.whole({}, node, ())
     walk.found.sort(key=order)
     return data, walk.out, walk.found

@@ -52,6 +52,7 @@ from compiler.common.diagnostics import Diagnostic, Severity
 from compiler.common.diagnostics import Path as FieldPath
 from compiler.kube import celnative, celstore
 from compiler.kube.celstore import ProgramStore, library_stamp
+from compiler.kube.releases import DEFAULT
 from compiler.kube.schematree import KIND_KEYS, load_schema, schema_source
 
 SUBJECT = "document"
@@ -194,7 +195,8 @@ class _Program:
     problem: str = ""
 
 
-_PLANS: dict[str, _Node | str] = {}  # a kind's plan, or why its schema cannot be read
+_PLANS: dict[str, _Node | str] = {}  # a kind's plan (`<key>@<release>` for an older release),
+# or why its schema cannot be read
 _PROGRAMS: dict[tuple[str, bool], _Program] = {}
 _GROUP_PROGRAMS: dict[str, _Program | None] = {}  # by `_Group.source`: None, evaluate alone
 _UNORDERED: dict[int, bool] = {}
@@ -203,10 +205,11 @@ _ENVIRONMENT = "self oldSelf __old: dyn; __hasOld: bool; extensions: optional, b
 _MEMO: dict[tuple[Any, ...], tuple[Any, str]] = {}  # results of rules on scalar values
 
 
-def validate(kind: str, doc: dict[str, Any], old: dict[str, Any] | None = None
-             ) -> list[Diagnostic]:
-    """Every CEL rule of the CRD of `kind` that `doc` (updated from `old`, if given) breaks."""
-    plan = _plan(kind)
+def validate(kind: str, doc: dict[str, Any], old: dict[str, Any] | None = None,
+             release: str = DEFAULT) -> list[Diagnostic]:
+    """Every CEL rule of the CRD of `kind` (in the Kubeflow Trainer `release`) that `doc`
+    (updated from `old`, if given) breaks."""
+    plan = _plan(kind, release)
     if isinstance(plan, str):
         return [Diagnostic(Severity.WARNING, UNSUPPORTED_ID, plan, subject=SUBJECT)]
     if not isinstance(doc, dict):
@@ -221,25 +224,26 @@ def validate(kind: str, doc: dict[str, Any], old: dict[str, Any] | None = None
 
 # --- the plan: the schema pruned to the paths that lead to rules -----------------------------
 
-def _plan(kind: str) -> _Node | str:
+def _plan(kind: str, release: str = DEFAULT) -> _Node | str:
     key = KIND_KEYS.get(kind) if isinstance(kind, str) else None
     if key is None:
         return (f"kind {kind!r} has no CRD schema to take CEL rules from; expected one of "
                 f"{', '.join(KIND_KEYS)}")
-    if key not in _PLANS:
-        _PLANS[key] = _load_plan(kind)
-    return _PLANS[key]
+    at = key if release == DEFAULT else f"{key}@{release}"
+    if at not in _PLANS:
+        _PLANS[at] = _load_plan(kind, release)
+    return _PLANS[at]
 
 
-def _load_plan(kind: str) -> _Node | str:
+def _load_plan(kind: str, release: str) -> _Node | str:
     key = KIND_KEYS[kind]
     try:
-        source = schema_source(kind)
+        source = schema_source(kind, release)
         stored = celstore.read_plan(key, source)
         if stored is not None:
             with contextlib.suppress(TypeError, ValueError, AttributeError):
                 return _decode_plan(stored)
-        schema = load_schema(kind)  # the JSON the schema tree is built from, parsed once
+        schema = load_schema(kind, release)  # the JSON the schema tree is built from
     except (OSError, ValueError) as exc:
         return f"the CRD schema {key}.json cannot be read ({exc}); CEL rules are not checked"
     node = _build(schema) if isinstance(schema, dict) else None

@@ -14,20 +14,22 @@ from typing import Any
 
 from compiler.common.jsondata import copy_json
 from compiler.kube.quantity import QuantityError, canonical
+from compiler.kube.releases import DEFAULT
 from compiler.kube.schematree import KIND_KEYS, Node, quantity_facts, root
 
 __all__ = ["KIND_KEYS", "apply_defaults", "canonicalize_quantities", "default_in_place",
            "default_value", "quantity_tree"]
 
 
-def apply_defaults(kind: str, doc: dict[str, Any]) -> dict[str, Any]:
-    """Return a copy of `doc` with the CRD defaults of `kind` applied."""
-    return default_in_place(kind, copy_json(doc))
+def apply_defaults(kind: str, doc: dict[str, Any], release: str = DEFAULT) -> dict[str, Any]:
+    """Return a copy of `doc` with the CRD defaults of `kind` (in `release`) applied."""
+    return default_in_place(kind, copy_json(doc), release)
 
 
-def default_in_place(kind: str, doc: dict[str, Any]) -> dict[str, Any]:
-    """Apply the CRD defaults of `kind` to `doc` itself and return it."""
-    node = root(kind)
+def default_in_place(kind: str, doc: dict[str, Any], release: str = DEFAULT) -> dict[str, Any]:
+    """Apply the CRD defaults of `kind` (in the Kubeflow Trainer `release`) to `doc` itself
+    and return it."""
+    node = root(kind, release)
     if node.has_defaults():
         default_value(doc, node)
     return doc
@@ -52,9 +54,9 @@ def default_value(value: Any, node: Node) -> None:
                 default_value(item, items)
 
 
-def quantity_tree(kind: str, *path: str) -> dict[str, Any] | None:
-    """The quantity-marker subtree of `kind` below the property path `path`."""
-    tree: dict[str, Any] | None = quantity_facts(kind)
+def quantity_tree(kind: str, *path: str, release: str = DEFAULT) -> dict[str, Any] | None:
+    """The quantity-marker subtree of `kind` (in `release`) below the property path `path`."""
+    tree: dict[str, Any] | None = quantity_facts(kind, release)
     for name in path:
         if tree is None:
             return None

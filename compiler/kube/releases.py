@@ -1,9 +1,11 @@
 """The data of each served Kubeflow Trainer release, as that release's own Go module has it.
 
 `release_data(version)` gives one release's schemas of the three Trainer CRDs (the schema
-tree and its CEL rules), its built-in runtimes, the Go encoding facts of its JobSet and patch
-types and (from v2.2) its Flux script templates, and the module versions it is built with
-(its JobSet release among them). All of it is generated from the pinned modules by
+tree and its CEL rules) and of the JobSet CRD of the JobSet release it is built with, its
+built-in runtimes, the Go encoding facts of its JobSet and patch types and (from v2.2) its
+Flux script templates, and the module versions it is built with (its JobSet release among
+them). `jobset_release(version)` names the Trainer release whose data holds a JobSet
+release's schema. All of it is generated from the pinned modules by
 `python -m schemas.generate` (`make schemas`; `make schemas-check` fails on a stale file),
 none of it copied by hand:
 
@@ -12,8 +14,9 @@ none of it copied by hand:
   package (`_native/flux/`, or `build/flux/` of a checkout);
 - an older release is in `schemas/releases/<v2_2_1>/`: `<kind>.patch.json`, a JSON merge patch
   (RFC 7386) of its CRD schema against the newest release's (the schemas share most of their
-  tree; no schema holds a null, so a patch says everything), `runtimes/` (byte copies of its
-  built-in runtimes) and `gofacts.patch.json` (the same for the Go facts); its Flux templates
+  tree; no schema holds a null, so a patch says everything), `jobset.patch.json` (the same
+  for its JobSet's CRD), `runtimes/` (byte copies of its built-in runtimes) and
+  `gofacts.patch.json` (the same for the Go facts); its Flux templates
   are installed in `releases/<v2_2_1>/` of the folders above. `schemas/releases/modules.json`
   names every release's Trainer, JobSet and k8s.io/apimachinery versions.
 
@@ -91,8 +94,8 @@ class ReleaseData:
 
     def schema_source(self, kind: str) -> bytes:
         """The JSON Schema of `kind` (a key of `schematree.KIND_KEYS`' values: `trainjob`,
-        `trainingruntime`, `clustertrainingruntime`, `jobset`) as bytes. JobSet's schema is
-        not a Trainer release's: every release gets the packaged one."""
+        `trainingruntime`, `clustertrainingruntime`, `jobset`) as bytes; `jobset` is the CRD
+        of the JobSet release this release is built with (`jobset`)."""
         return _schema_source(self.version, kind)
 
     def schema(self, kind: str) -> dict[str, Any]:
@@ -131,6 +134,18 @@ class ReleaseData:
                                 "not installed")
 
 
+def jobset_release(jobset: str) -> str | None:
+    """The newest Trainer release built with the JobSet release `jobset` (whose data holds
+    that JobSet's schema), or None when no served release is."""
+    found = [version for version in RELEASES if _modules()[version]["sigs.k8s.io/jobset"] == jobset]
+    return found[-1] if found else None
+
+
+def jobset_versions() -> tuple[str, ...]:
+    """The JobSet releases whose schemas are held, oldest first."""
+    return tuple(dict.fromkeys(_modules()[version]["sigs.k8s.io/jobset"] for version in RELEASES))
+
+
 def release_data(version: str) -> ReleaseData:
     """The data of a served release; ValueError naming the served ones for any other."""
     if version not in RELEASES:
@@ -152,7 +167,7 @@ def _schema_source(version: str, kind: str) -> bytes:
         raise ValueError(f"no schema for {kind!r}; expected one of "
                          f"{', '.join((*TRAINER_KINDS, 'jobset'))}")
     base = (SCHEMA_DIR / f"{kind}.json").read_bytes()
-    if version == DEFAULT or kind not in TRAINER_KINDS:
+    if version == DEFAULT:
         return base
     patch = json.loads((RELEASES_DIR / data_key(version) / f"{kind}.patch.json").read_bytes())
     return schema_text(merge_patch(json.loads(base), patch)).encode("utf-8")

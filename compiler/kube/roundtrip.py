@@ -19,11 +19,13 @@ Pure; called by `compiler.core.context` and the JobSet plugin.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from compiler.common.jsondata import Obj, copy_json
 from compiler.kube._go_facts import GO_TYPES
 from compiler.kube.defaults import canonicalize_quantities, quantity_tree
+from compiler.kube.releases import DEFAULT, release_data
 
 # Go map types: an empty one is omitted when marshalled; an empty struct is not.
 MAP_FIELDS = frozenset({"labels", "annotations", "nodeSelector", "limits", "requests",
@@ -31,20 +33,35 @@ MAP_FIELDS = frozenset({"labels", "annotations", "nodeSelector", "limits", "requ
                         "binaryData", "stringData"})
 
 
-def jobset_spec(spec: Obj, *, owned: bool = False) -> Obj:
+def jobset_spec(spec: Obj, *, owned: bool = False, release: str = DEFAULT) -> Obj:
     """Return the JobSet spec as upstream's typed round trip leaves it (a new dict); an
-    `owned` spec (a copy the caller hands over) is worked on in place instead of copied."""
+    `owned` spec (a copy the caller hands over) is worked on in place instead of copied.
+    `release`: the Kubeflow Trainer release whose Go types (and CRD) decide."""
     out = spec if owned else copy_json(spec)
-    canonicalize_quantities(out, quantity_tree("TrainingRuntime", "spec", "template", "spec"))
-    go_encoding(out, GO_TYPES["jobset_spec"])
+    canonicalize_quantities(out, quantity_tree("TrainingRuntime", "spec", "template", "spec",
+                                               release=release))
+    go_encoding(out, go_types(release)["jobset_spec"])
     return finalize(out)
 
 
-def patch_spec(spec: Obj) -> Obj:
+def patch_spec(spec: Obj, release: str = DEFAULT) -> Obj:
     """A runtime patch's JobSet spec as Go encodes `JobSetSpecPatch` (a new dict)."""
     out = finalize(spec)
-    go_encoding(out, GO_TYPES["jobset_spec_patch"])
+    go_encoding(out, go_types(release)["jobset_spec_patch"])
     return out
+
+
+def pod_template_override(override: Obj, release: str) -> Obj:
+    """A v2.1 `podTemplateOverrides` entry as Go encodes `PodTemplateOverride` (a new dict)."""
+    out = finalize(override)
+    go_encoding(out, go_types(release)["pod_template_override"])
+    return out
+
+
+@functools.cache
+def go_types(release: str) -> dict[str, Any]:
+    """The Go encoding facts of `release` (`compiler.kube._go_facts`' shape; read only)."""
+    return GO_TYPES if release == DEFAULT else release_data(release).go_types()
 
 
 def go_encoding(value: Any, tree: dict[str, Any]) -> None:

@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from compiler.common.diagnostics import Diagnostic
+from compiler.kube.releases import DEFAULT
 from compiler.kube.schemachecks import INT32, INT64, SUBJECT, Out, show
 from compiler.kube.schematree import Node, as_resource, load_schema, root
 
@@ -51,16 +52,16 @@ IGNORED: Final = frozenset({
 })
 
 
-def validate(kind: str, doc: dict[str, Any]) -> list[Diagnostic]:
-    """Every schema problem of `doc` (an object of `kind`), sorted by path, then rule.
-    Raises ValueError for a kind without a schema."""
-    return validator(kind).validate(doc)
+def validate(kind: str, doc: dict[str, Any], release: str = DEFAULT) -> list[Diagnostic]:
+    """Every schema problem of `doc` (an object of `kind` in the Kubeflow Trainer
+    `release`), sorted by path, then rule. Raises ValueError for a kind without a schema."""
+    return validator(kind, release).validate(doc)
 
 
 @functools.cache
-def validator(kind: str) -> SchemaValidator:
-    """The validator of `kind`, on the kind's compiled tree."""
-    return SchemaValidator(root=root(kind))
+def validator(kind: str, release: str = DEFAULT) -> SchemaValidator:
+    """The validator of `kind` in `release`, on the kind's compiled tree."""
+    return SchemaValidator(root=root(kind, release))
 
 
 class SchemaValidator:

@@ -21,6 +21,7 @@ from typing import Any
 from compiler.common.diagnostics import Diagnostic, Path, Severity, error
 from compiler.common.jsondata import copy_without_nulls
 from compiler.kube.quantity import is_quantity
+from compiler.kube.releases import DEFAULT
 from compiler.kube.schematree import Node, root
 
 _JSON_TYPES: dict[str, tuple[type, ...]] = {
@@ -169,11 +170,12 @@ class Walk:
         return out
 
 
-def sanitize(kind: str, doc: dict[str, Any], *, subject: str
+def sanitize(kind: str, doc: dict[str, Any], *, subject: str, release: str = DEFAULT
              ) -> tuple[dict[str, Any], list[Diagnostic]]:
-    """A pruned copy of `doc` and every structural problem found in it."""
+    """A pruned copy of `doc` and every structural problem found in it (against the CRD of
+    the Kubeflow Trainer `release`)."""
     walk = Walk(subject)
-    out = walk.mapping(doc, root(kind), ()) if isinstance(doc, dict) else {}
+    out = walk.mapping(doc, root(kind, release), ()) if isinstance(doc, dict) else {}
     return out, walk.out
 
 

@@ -14,8 +14,11 @@ drops the objects; render and the GitOps modes; the controller; `validate_docume
    finding met again in every JobSet copying it is dropped by `PolicyChecker.once`).
 
 A `Session` is one run: the runtime table, the previous versions, the policies, kubectl's field
-validation, and the run's memos (each runtime checked once, whatever uses it). Pure but for
-the policy evaluator it is given; reads no file.
+validation, the Kubeflow Trainer release (`compiler.core.release`: whose CRDs, webhook rules and
+controller the run reproduces), the JobSet release the cluster runs (when it is not the Trainer
+release's own, a warning for each field of a runtime or a compiled JobSet it would drop:
+`compiler.kube.jobsetapi`) and the run's memos (each runtime checked once, whatever uses it).
+Pure but for the policy evaluator it is given; reads no file.
 """
 
 from __future__ import annotations
@@ -27,14 +30,18 @@ from typing import TYPE_CHECKING, Any
 from compiler.common.diagnostics import (
     Diagnostic,
     ObjectRef,
+    Path,
     Severity,
+    format_path,
     one_per_problem,
     refused,
 )
-from compiler.common.jsondata import Obj
+from compiler.common.jsondata import Obj, get_path
 from compiler.core import admission
 from compiler.core.compile import CompileResult, compile_defaulted, compile_trainjob
 from compiler.core.context import CompileOptions
+from compiler.core.release import DEFAULT as DEFAULT_RELEASE
+from compiler.core.release import Release
 from compiler.core.resolve import (
     ObjectKey,
     RuntimeKey,
@@ -45,11 +52,14 @@ from compiler.core.resolve import (
 )
 from compiler.io.inputs import RuntimeEntry
 from compiler.io.loader import Document
+from compiler.kube import jobsetapi
 from compiler.kube.defaults import apply_defaults
 from compiler.pipeline import quirks
 
 if TYPE_CHECKING:
     from compiler.policy.check import PolicyChecker
+
+RUNTIME_SPEC: Path = ("spec", "template", "spec")
 
 
 @dataclass
@@ -88,11 +98,16 @@ class Session:
 
     def __init__(self, table: dict[RuntimeKey, RuntimeEntry],
                  previous: dict[ObjectKey, Obj] | None = None,
-                 policies: PolicyChecker | None = None, fields: str = "strict") -> None:
+                 policies: PolicyChecker | None = None, fields: str = "strict",
+                 release: Release = DEFAULT_RELEASE, jobset: str | None = None) -> None:
         self.table = table
         self.previous = previous or {}
         self.policies = policies
         self.fields = fields  # kubectl's field validation of unknown fields
+        self.release = release  # the options of `process` must name the same
+        # the cluster's JobSet release, when it is not the one the Trainer release is built
+        # with (whose API the runtime CRDs embed: nothing to check then)
+        self.jobset = jobset if jobset not in (None, release.jobset) else None
         self.runtimes: dict[tuple[str, int, tuple[str | int, ...]], Checked] = {}
 
     def runtime(self, doc: Document) -> Checked:
@@ -101,7 +116,9 @@ class Session:
         checked = self.runtimes.get(where)
         if checked is None:
             old = self.previous.get(object_key(doc.data))
-            typed, found = admission.admit_runtime(doc.data, old, self.fields)
+            typed, found = admission.admit_runtime(doc.data, old, self.fields, self.release)
+            if self.jobset is not None:
+                found += self._dropped(get_path(typed, *RUNTIME_SPEC), RUNTIME_SPEC, "runtime")
             located = _locate(found, doc, None, object_ref(doc.data))
             if self.policies is not None:
                 located += self.policies.document(doc, typed)
@@ -113,7 +130,8 @@ class Session:
         findings on it, located; and the TrainJob as admitted and defaulted. `old`: its
         previous version (else the session's, if it has one)."""
         old = old if old is not None else self.previous.get(object_key(doc.data))
-        data, found = admission.check_object("TrainJob", doc.data, old, self.fields)
+        data, found = admission.check_object("TrainJob", doc.data, old, self.fields,
+                                             self.release)
         key = wanted_key(data)
         if isinstance(key, Diagnostic):
             return _locate([*found, key], doc, None, object_ref(doc.data)), data
@@ -124,7 +142,8 @@ class Session:
         elif rt is not None and refused(rt.diagnostics):
             found.append(admission.runtime_invalid(entry.doc.data))
         trainjob = admission.well_typed(data, found)
-        found += admission.trainjob_rules(trainjob, rt.data if rt is not None else None, old)
+        found += admission.trainjob_rules(trainjob, rt.data if rt is not None else None, old,
+                                          self.release)
         if rt is not None:
             found += quirks.check(trainjob, rt.data)
         located = _locate(found, doc, entry.doc if entry else None, object_ref(doc.data))
@@ -137,7 +156,8 @@ class Session:
         """The pipeline for one TrainJob (`old`: its previous version, for an update).
         `validate=False` compiles what the cluster would refuse too, with no admission and
         no policies (as upstream's controller does when its webhook is bypassed; `tjc render
-        --no-validate`)."""
+        --no-validate`). `options` must name the session's release (ValueError otherwise)."""
+        options = self._options(options)
         if not validate:
             return self._unvalidated(doc, options)
         result = JobResult(doc)
@@ -145,12 +165,42 @@ class Session:
         entry = None if refused(result.diagnostics) else self._entry(data)
         if entry is None:
             return result
-        compiled = compile_defaulted(data, entry.get(), options=options)
+        compiled = compile_defaulted(data, entry.get(self.release), options=options)
         result.objects = list(compiled.objects)
-        result.diagnostics = _once(result.diagnostics, compiled.diagnostics, doc, entry.doc)
+        found = list(compiled.diagnostics)
+        if self.jobset is not None:
+            found += [d for obj in result.objects if obj.get("kind") == "JobSet"
+                      for d in self._dropped(obj.get("spec"), ("spec", "runtimeRef"),
+                                             "trainjob")]
+        result.diagnostics = _once(result.diagnostics, found, doc, entry.doc)
         if self.policies is not None and result.objects and compiled.origins is not None:
             result.diagnostics += self._jobset_policies(doc, data, entry, compiled)
         return result
+
+    def _dropped(self, spec: Any, at: Path, subject: str) -> list[Diagnostic]:
+        """A warning for each field of a JobSet spec (a runtime's template at `at`, else a
+        compiled JobSet's, reported at `at` of the TrainJob) the cluster's JobSet drops."""
+        jobset, own = self.jobset or "", self.release.jobset
+        out = []
+        for path in jobsetapi.dropped(spec, jobset):
+            where = (*at, *path) if subject == "runtime" else at
+            shown = "" if subject == "runtime" else f"JobSet spec.{format_path(path)}: "
+            out.append(Diagnostic(
+                Severity.WARNING, "TJC-JOBSET-DROPPED",
+                f"{shown}JobSet {jobset} does not know this field: its API server drops it "
+                f"from the JobSet silently (Kubeflow Trainer {self.release.version} is built "
+                f"with JobSet {own}); install JobSet {own}", where, subject=subject))
+        return out
+
+    def _options(self, options: CompileOptions | None) -> CompileOptions | None:
+        """The options of a compile in this session: of its release."""
+        if options is None:
+            return None if self.release.newest else \
+                CompileOptions(trainer_version=self.release.version)
+        if options.trainer_version != self.release.version:
+            raise ValueError(f"compile options for Kubeflow Trainer {options.trainer_version} "
+                             f"in a session of {self.release.version}")
+        return options
 
     def _entry(self, data: Obj) -> RuntimeEntry | None:
         key = wanted_key(data)
@@ -166,7 +216,7 @@ class Session:
 
     def _unvalidated(self, doc: Document, options: CompileOptions | None) -> JobResult:
         result = JobResult(doc)
-        key = wanted_key(_defaulted_ref(doc.data))
+        key = wanted_key(_defaulted_ref(doc.data, self.release))
         if isinstance(key, Diagnostic):
             result.diagnostics.append(key.at(doc.locate(key.path)))
             return result
@@ -175,7 +225,8 @@ class Session:
             result.diagnostics.append(not_found(key).at(doc.locate(("spec", "runtimeRef",
                                                                      "name"))))
             return result
-        compiled = compile_trainjob(doc.data, entry.get(), options=options, validate=False)
+        compiled = compile_trainjob(doc.data, entry.get(self.release), options=options,
+                                    validate=False)
         result.objects = list(compiled.objects)
         result.diagnostics = _once([], compiled.diagnostics, doc, entry.doc)
         return result
@@ -225,13 +276,13 @@ def _elsewhere(key: RuntimeKey, table: dict[RuntimeKey, RuntimeEntry]) -> list[D
                        f"({key.namespace}) or a ClusterTrainingRuntime", ("spec", "runtimeRef"))]
 
 
-def _defaulted_ref(data: dict[str, Any]) -> dict[str, Any]:
+def _defaulted_ref(data: dict[str, Any], release: Release) -> dict[str, Any]:
     """Just enough of a TrainJob, defaulted, to resolve its runtime."""
     meta, spec = data.get("metadata"), data.get("spec")
     ref = spec.get("runtimeRef") if isinstance(spec, dict) else None
     return apply_defaults("TrainJob", {"metadata": meta if isinstance(meta, dict) else {},
                                        "spec": {"runtimeRef": ref if isinstance(ref, dict)
-                                                else {}}})
+                                                else {}}}, release.version)
 
 
 def skipped_jobset(doc: Document) -> Diagnostic:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from compiler.common.diagnostics import Diagnostic
 from compiler.core.context import CompileOptions
+from compiler.core.release import DEFAULT as DEFAULT_RELEASE
 from compiler.io.inputs import JOBSET, classified, runtime_table
 from compiler.io.loader import Document, Source
 from compiler.io.placement import Placement
@@ -36,10 +37,14 @@ def render_stream(sources: Iterable[Source], builtin: Sequence[Document] = (),
     """Results and loose diagnostics in input order, one TrainJob at a time; the runtimes of
     the inputs report their own problems once. `validate=False` compiles what the cluster
     would reject too, as the controller does when the admission webhook is bypassed.
-    `placement`: the namespace the inputs are applied into."""
+    `placement`: the namespace the inputs are applied into. The Kubeflow Trainer release is
+    `options.trainer_version`'s (`builtin` should be its built-in runtimes:
+    `compiler.io.builtin.builtin_runtimes(version)`)."""
     table, notes = runtime_table(sources, builtin, placement)
     yield from notes
-    session = Session(table, policies=policies)
+    session = Session(table, policies=policies,
+                      fields=options.field_validation if options is not None else "strict",
+                      release=options.release if options is not None else DEFAULT_RELEASE)
     names = Names()
     for source in sources:
         for item in render_source(source, session, options, placement, validate=validate):

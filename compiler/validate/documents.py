@@ -15,10 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 from compiler.common.diagnostics import Diagnostic
 from compiler.common.jsondata import Obj
+from compiler.core.release import DEFAULT as DEFAULT_RELEASE
+from compiler.core.release import Release, release_of
 from compiler.core.resolve import ObjectKey, object_key, runtime_key
 from compiler.io.inputs import JOBSET, classified, runtime_table
 from compiler.io.loader import Document, Source, iter_source
 from compiler.io.placement import Placement, in_namespace
+from compiler.kube.releases import DEFAULT as DEFAULT_VERSION
 from compiler.pipeline.names import Met, Names, locate_in
 from compiler.pipeline.session import Session
 
@@ -29,11 +32,14 @@ if TYPE_CHECKING:
 def validate_stream(sources: Iterable[Source], builtin: Sequence[Document] = (),
                     previous: Sequence[Source] = (),
                     policies: PolicyChecker | None = None, *,
-                    placement: Placement | None = None) -> Iterator[Diagnostic]:
+                    placement: Placement | None = None,
+                    release: Release = DEFAULT_RELEASE) -> Iterator[Diagnostic]:
     """Every diagnostic of every input, in input order; runtimes' own problems once each.
     With `policies`, each valid TrainJob is also compiled and its JobSet checked.
-    `placement`: the namespace the inputs are applied into."""
-    session, notes = prepare(sources, builtin, previous, policies, placement=placement)
+    `placement`: the namespace the inputs are applied into; `release`: the Kubeflow Trainer
+    release whose admission is reproduced (`builtin` should be its built-in runtimes)."""
+    session, notes = prepare(sources, builtin, previous, policies, placement=placement,
+                             release=release)
     yield from notes
     names, locate = Names(), locate_in(sources)
     for source in sources:
@@ -44,14 +50,15 @@ def validate_stream(sources: Iterable[Source], builtin: Sequence[Document] = (),
 
 def prepare(sources: Iterable[Source], builtin: Sequence[Document] = (),
             previous: Sequence[Source] = (), policies: PolicyChecker | None = None, *,
-            placement: Placement | None = None) -> tuple[Session, list[Diagnostic]]:
+            placement: Placement | None = None, release: Release = DEFAULT_RELEASE
+            ) -> tuple[Session, list[Diagnostic]]:
     """The first pass: a pipeline session over the runtimes of the inputs and the built-in ones,
     with the previous versions (all as placed, see `validate_source`); and the
     problems found on the way (duplicate runtimes, unreadable previous versions), to report
     first."""
     table, notes = runtime_table(sources, builtin, placement)
     old, problems = previous_versions(previous, placement)
-    return Session(table, old, policies), notes + problems
+    return Session(table, old, policies, release=release), notes + problems
 
 
 def validate_source(session: Session, source: Source, placement: Placement | None = None,
@@ -106,22 +113,26 @@ def previous_versions(sources: Sequence[Source], placement: Placement | None = N
 def validate_documents(documents: Iterable[Mapping[str, Any]],
                        runtimes: Iterable[Mapping[str, Any]] = (), *,
                        previous: Iterable[Mapping[str, Any]] = (), builtin: bool = True,
-                       policies: PolicyChecker | None = None) -> list[Diagnostic]:
+                       policies: PolicyChecker | None = None,
+                       trainer_version: str = DEFAULT_VERSION) -> list[Diagnostic]:
     """`tjc validate` for documents already in memory (a controller's or admission hook's
     objects): every diagnostic of each TrainJob and runtime in `documents`, resolving
     runtimeRefs against them, `runtimes` and (unless `builtin=False`) the built-in runtimes;
-    `previous` holds the objects' previous versions (transition rules). Each diagnostic names
-    its object and field path; its location is `<document N>:line:col` in the document
+    `previous` holds the objects' previous versions (transition rules); `trainer_version` the
+    Kubeflow Trainer release whose admission (and built-in runtimes) is reproduced
+    (`compiler.core.release`; UnservedRelease, a ValueError, for another). Each diagnostic
+    names its object and field path; its location is `<document N>:line:col` in the document
     printed as indented JSON."""
+    release = release_of(trainer_version)
     sources = [_memory(f"<document {i}>", doc) for i, doc in enumerate(documents)]
     extra = [d for i, doc in enumerate(runtimes) for d in iter_source(_memory(
         f"<runtime {i}>", doc)) if isinstance(d, Document)]
     if builtin:
         from compiler.io.builtin import builtin_runtimes
 
-        extra = [*builtin_runtimes(), *extra]
+        extra = [*builtin_runtimes(trainer_version), *extra]
     old = [_memory(f"<previous {i}>", doc) for i, doc in enumerate(previous)]
-    return list(validate_stream(sources, extra, old, policies))
+    return list(validate_stream(sources, extra, old, policies, release=release))
 
 
 def _memory(name: str, doc: Mapping[str, Any]) -> Source:

@@ -93,13 +93,13 @@ def test_render_summarises_the_builtin_runtime_findings_and_ends_with_a_summary(
     assert code == 0 and "<builtin>/" not in err
     *lines, summary = err.splitlines()
     assert all(": notice: " in line for line in lines)
-    assert summary == (f"11 of 11 TrainJobs rendered: 0 errors, 0 warnings, {len(lines)} "
+    assert summary == (f"12 of 12 TrainJobs rendered: 0 errors, 0 warnings, {len(lines)} "
                        "notices (30 more in the built-in runtimes, which you cannot change: "
                        "--show-builtin lists them)")
     for flag in ("--show-builtin", "-v"):
         code, _, err = run(["render", str(EXAMPLES), flag], capsys)
         assert code == 0 and err.count("<builtin>/") == 30
-        assert err.splitlines()[-1] == ("11 of 11 TrainJobs rendered: 0 errors, 30 warnings, "
+        assert err.splitlines()[-1] == ("12 of 12 TrainJobs rendered: 0 errors, 30 warnings, "
                                         f"{len(lines)} notices")
     code, _, err = run(["render", str(EXAMPLES), "-q"], capsys)
     assert code == 0 and err == ""

@@ -148,3 +148,4 @@ def test_a_runtime_whose_pods_would_be_refused_is_still_stored() -> None:
 def test_error_types_are_exported() -> None:
     assert issubclass(compiler.InputError, compiler.TjcError)
     assert issubclass(compiler.CompileError, compiler.TjcError)
+

@@ -66,10 +66,12 @@ def test_admission_gives_runtimes_that_own_their_facts() -> None:
     """What the webhook rules and the quirks work out of a runtime is kept in the runtime
     admission gave (the pipeline's checked runtime, a compile's prepared runtime)."""
     from compiler.core import webhook
+    from compiler.core.release import DEFAULT
 
     runtime = next(iter(builtin_runtimes())).data
     typed, _ = admit_runtime(runtime)
     assert isinstance(typed, Admitted)
-    facts = webhook._runtime_facts(typed)
-    assert webhook._runtime_facts(typed) is facts
-    assert [name for name in typed.facts if name.endswith("_runtime_facts")], sorted(typed.facts)
+    facts = webhook._runtime_facts(typed, DEFAULT)
+    assert webhook._runtime_facts(typed, DEFAULT) is facts
+    assert [key for key in typed.facts if str(key[0]).endswith("_runtime_facts")], \
+        sorted(map(str, typed.facts))

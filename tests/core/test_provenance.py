@@ -25,6 +25,7 @@ from compiler import compile_trainjob
 from compiler.common.diagnostics import Diagnostic, Path, format_path
 from compiler.common.jsondata import Obj, get_at, get_path
 from compiler.core.provenance import Origin, Recorder, copied, made, root_of
+from compiler.core.release import release_of
 from compiler.explain.explainer import Explainer, find_runtime
 from compiler.io.builtin import builtin_runtimes
 from compiler.io.loader import Document, Source, parse_source
@@ -50,12 +51,13 @@ def explainers(path: Any) -> Iterator[Explainer]:
     case = goldenfile.parse(path)
     sources = [Source(name, text) for name, text in case.inputs.items()]
     docs = [d for source in sources for d in parse_source(source)[0]]
-    builtin = [] if "--no-builtin-runtimes" in case.flags else BUILTIN
+    builtin = [] if "--no-builtin-runtimes" in case.flags else \
+        list(builtin_runtimes(case.release))
     for doc in docs:
         if doc.data.get("kind") == "TrainJob":
             runtime = find_runtime(doc, [*docs, *builtin])
             if isinstance(runtime, Document):
-                yield Explainer(doc, runtime)
+                yield Explainer(doc, runtime, release=release_of(case.release))
 
 
 def problems(explainer: Explainer) -> Iterator[str]:

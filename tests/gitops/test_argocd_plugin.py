@@ -63,7 +63,9 @@ def test_refused_app_args_are_named(text: str, named: str, why: str) -> None:
     assert why in str(caught.value)
     assert str(caught.value).endswith("(allowed: -q, --quiet, --keep-trainjobs, "
                                       "--no-builtin-runtimes, --name-hash, "
-                                      "--field-validation strict|warn|ignore)")
+                                      "--field-validation strict|warn|ignore, "
+                                      "--trainer-version v2.1.0|v2.2.0|v2.2.1|v2.3.0, "
+                                      "--jobset-version v0.10.1|v0.11.1|v0.12.0)")
 
 
 def test_platform_settings_are_single_arguments() -> None:

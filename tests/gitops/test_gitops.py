@@ -440,8 +440,8 @@ def test_every_example_renders(capsys: pytest.CaptureFixture[str],
     kinds = [(d["kind"], d["metadata"]["name"]) for d in yaml.safe_load_all(out)]
     names = {n for k, n in kinds if k == "JobSet"}
     assert {"jax-mnist", "jax-psum", "torch-mnist", "deepspeed-bert", "mlx-mnist", "xgboost-higgs",
-            "tune-llama3-2-1b", "tune-llama3-2-3b", "tune-qwen2-5-1-5b", "resnet50",
-            "mnist"} == names
+            "tune-llama3-2-1b", "tune-llama3-2-1b-lora", "tune-llama3-2-3b", "tune-qwen2-5-1-5b",
+            "resnet50", "mnist"} == names
     assert ("PodGroup", "resnet50") in kinds  # the custom runtime's gang scheduling
     assert ("ConfigMap", "deepspeed-bert-mpi-hostfile") in kinds
 

@@ -54,7 +54,9 @@ def test_each_release_names_its_source_and_jobset() -> None:
             source = data.schema(kind)["x-tjc-source"]
             assert source["upstream"] == f"kubeflow/trainer {release}"
             assert f"github.com/kubeflow/trainer/v2@{release}/" in source["crd"]
-        assert data.schema("jobset") == release_data(DEFAULT).schema("jobset")
+        jobset = data.schema("jobset")["x-tjc-source"]  # the CRD of the release's own JobSet
+        assert jobset["upstream"] == f"kubernetes-sigs/jobset {data.jobset}"
+        assert f"sigs.k8s.io/jobset@{data.jobset}/" in jobset["crd"]
     assert [release_data(r).jobset for r in RELEASES] == ["v0.10.1", "v0.11.1", "v0.11.1",
                                                           "v0.12.0"]
 

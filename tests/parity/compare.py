@@ -20,6 +20,7 @@ from compiler.common.jsondata import Obj
 from compiler.core.context import CompileOptions
 from compiler.io import sshkeys
 from compiler.io.loader import Source
+from compiler.kube.releases import DEFAULT
 from compiler.pipeline.session import JobResult
 from compiler.render.pipeline import render_stream
 from tests.parity.oracle import Oracle
@@ -29,15 +30,18 @@ MORE_RUNS = 60  # before a difference in the objects is reported
 KEYS = sshkeys.from_file(str(Path(__file__).parents[1] / "data" / "test-only-mpi-key.pem"))
 
 
-def tjc_case(runtimes: list[Obj], trainjob: Obj) -> tuple[bool, list[Obj], list[Diagnostic]]:
-    """(refused, objects, diagnostics) of `tjc render` on the runtimes and the TrainJob."""
+def tjc_case(runtimes: list[Obj], trainjob: Obj, release: str = DEFAULT, fields: str = "strict"
+             ) -> tuple[bool, list[Obj], list[Diagnostic]]:
+    """(refused, objects, diagnostics) of `tjc render` on the runtimes and the TrainJob, for
+    the Kubeflow Trainer `release`, with kubectl's field validation `fields`."""
     sources = [Source("runtimes.json", json.dumps({"apiVersion": "v1", "kind": "List",
                                                    "items": runtimes})),
                Source("trainjob.json", json.dumps(trainjob))]
     diagnostics: list[Diagnostic] = []
     objects: list[Obj] = []
     rejected = False
-    for item in render_stream(sources, (), CompileOptions(ssh_keys=KEYS)):
+    for item in render_stream(sources, (), CompileOptions(ssh_keys=KEYS, field_validation=fields,
+                                                          trainer_version=release)):
         if isinstance(item, JobResult):
             objects = item.objects
             diagnostics += item.diagnostics
@@ -47,7 +51,7 @@ def tjc_case(runtimes: list[Obj], trainjob: Obj) -> tuple[bool, list[Obj], list[
     return rejected, objects, diagnostics
 
 
-def _key(obj: Obj) -> str:
+def object_key(obj: Obj) -> str:
     """An object as comparable text; the MPI SSH Secret's key material is random upstream."""
     if obj.get("kind") == "Secret" and str(obj.get("metadata", {}).get("name", "")).endswith(
             "-mpi-ssh-auth"):
@@ -75,11 +79,14 @@ def _admission(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
     return others
 
 
-def difference(oracle: Oracle, runtimes: list[Obj], trainjob: Obj) -> tuple[str, str] | None:
-    """None when tjc agrees with upstream, else (class of the difference, detail)."""
+def difference(oracle: Oracle, runtimes: list[Obj], trainjob: Obj, release: str = DEFAULT,
+               fields: str = "strict") -> tuple[str, str] | None:
+    """None when tjc (for the Kubeflow Trainer `release`, the oracle's) agrees with upstream,
+    else (class of the difference, detail). `fields`: kubectl's field validation (the
+    oracle, the API server without kubectl, prunes unknown fields: `warn`)."""
     request = {"op": "case", "runtimes": runtimes, "trainjob": trainjob}
     answer = oracle.ask({**request, "runs": RUNS})
-    _, objects, diagnostics = tjc_case(runtimes, trainjob)
+    _, objects, diagnostics = tjc_case(runtimes, trainjob, release, fields)
     texts = "; ".join(d.text() for d in diagnostics if d.severity is Severity.ERROR)
     pods_refused = any(_pod_refusal(d) for d in diagnostics)
     diagnostics = _admission(diagnostics)
@@ -113,13 +120,13 @@ def difference(oracle: Oracle, runtimes: list[Obj], trainjob: Obj) -> tuple[str,
         # (errors about the Pods keep the objects: the cluster refuses only the Pods)
         return ("build error", f"upstream builds {len(answer['outputs'][0])} objects; tjc: "
                 f"{texts}")
-    mine = sorted(_key(o) for o in objects)
-    if any(sorted(_key(o) for o in output) == mine for output in answer["outputs"]):
+    mine = sorted(object_key(o) for o in objects)
+    if any(sorted(object_key(o) for o in output) == mine for output in answer["outputs"]):
         return None
     # A few runs can all miss an order tjc's equals (XGBoost's or Flux's env against
     # PlainML's: reference §8 B1, an even chance each run): ask for many more first.
     again = oracle.ask({**request, "runs": MORE_RUNS})
-    if any(sorted(_key(o) for o in output) == mine for output in again["outputs"]):
+    if any(sorted(object_key(o) for o in output) == mine for output in again["outputs"]):
         return None
     return ("objects", _first_change(answer["outputs"][0], objects))
 
@@ -131,7 +138,7 @@ def _first_change(theirs: list[Obj], mine: list[Obj]) -> str:
         other = by_name.pop((obj.get("kind"), obj.get("metadata", {}).get("name")), None)
         if other is None:
             return f"tjc only: {obj.get('kind')} {obj.get('metadata', {}).get('name')}"
-        path = _diff_path(json.loads(_key(other)), json.loads(_key(obj)), "")
+        path = _diff_path(json.loads(object_key(other)), json.loads(object_key(obj)), "")
         if path is not None:
             return f"{obj.get('kind')}: {path}"
     return f"upstream only: {sorted(str(k) for k in by_name)}"

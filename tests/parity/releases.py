@@ -28,7 +28,7 @@ UID = "7c6f9f0e-1b7e-4a39-9a5b-000000000027"
 OLDEST_API = "v2.1.0"  # the release whose TrainJob API differs (podTemplateOverrides ...)
 
 
-def _documents(text: str) -> list[Obj]:
+def documents(text: str) -> list[Obj]:
     """The mappings of a YAML stream as JSON values (dates stay strings, as kubectl sends)."""
     return [json.loads(json.dumps(doc, default=str)) for doc in yaml.safe_load_all(text)
             if isinstance(doc, dict)]
@@ -38,7 +38,7 @@ def builtin_runtimes(release: str) -> dict[str, Obj]:
     """Name -> runtime, of the release's built-in runtimes."""
     out: dict[str, Obj] = {}
     for path in release_data(release).runtime_files():
-        for doc in _documents(path.read_text(encoding="utf-8")):
+        for doc in documents(path.read_text(encoding="utf-8")):
             out[doc["metadata"]["name"]] = doc
     return out
 
@@ -50,9 +50,9 @@ def input_cases(release: str) -> list[tuple[str, list[Obj], Obj]]:
     cases = []
     custom = ROOT / "examples" / "custom-runtime" / "resnet.yaml"
     for path in [*sorted(ROOT.glob("examples/*.yaml")), custom]:
-        docs = _documents(path.read_text(encoding="utf-8"))
+        docs = documents(path.read_text(encoding="utf-8"))
         if path.parent.name == "custom-runtime":
-            docs += _documents((path.parent / "runtime.yaml").read_text(encoding="utf-8"))
+            docs += documents((path.parent / "runtime.yaml").read_text(encoding="utf-8"))
         runtimes = [d for d in docs if d["kind"] != "TrainJob"]
         for job in (d for d in docs if d["kind"] == "TrainJob"):
             name = job["spec"]["runtimeRef"]["name"]
@@ -61,6 +61,23 @@ def input_cases(release: str) -> list[tuple[str, list[Obj], Obj]]:
             job["metadata"].setdefault("uid", UID)  # as the API server gives one
             cases.append((path.stem, runtimes or [builtin[name]], job))
     return cases
+
+
+def golden_inputs(case: Any) -> tuple[list[Obj], Obj]:
+    """The runtimes and the TrainJob of a golden case (`tests.goldenfile.Case`): its own
+    runtimes, else the built-in runtime of its release it references."""
+    docs = [doc for name, text in case.inputs.items() for doc in documents(text)]
+    job = next(d for d in docs if d.get("kind") == "TrainJob")
+    runtimes = [d for d in docs if d.get("kind") != "TrainJob"]
+    if not runtimes:
+        runtimes = [builtin_runtimes(case.release)[job["spec"]["runtimeRef"]["name"]]]
+    return runtimes, job
+
+
+def is_ssh_secret(obj: Obj) -> bool:
+    """The MPI SSH Secret, which a golden case renders only with a key source."""
+    return obj.get("kind") == "Secret" and \
+        str(obj.get("metadata", {}).get("name", "")).endswith("-mpi-ssh-auth")
 
 
 @st.composite

@@ -21,8 +21,11 @@ from compiler.common.diagnostics import Diagnostic, Path, Severity, error
 from compiler.common.errors import TjcError
 from compiler.common.jsondata import Obj, fast_copy, get_path
 from compiler.common.perobject import per_object
-from compiler.core.context import Context, build_context, merge_each, runtime_patches
+from compiler.core.context import Context, build_context, merge_each, spec_patches
+from compiler.core.release import DEFAULT as DEFAULT_RELEASE
+from compiler.core.release import Release
 from compiler.kube import roundtrip as typed
+from compiler.kube.releases import DEFAULT as DEFAULT_VERSION
 from compiler.kube.strategicmerge import keyed
 
 TRAINER_ENV: Path = ("spec", "trainer", "env")
@@ -39,17 +42,19 @@ PATCH_SPEC: Path = ("trainingRuntimeSpec", "template", "spec")
 @dataclass
 class Admission:
     """One TrainJob validation: the documents and the context built from them (None when the
-    context cannot be built; upstream then has no runtime info). The context is built on first
-    use: most TrainJobs meet no rule that needs it."""
+    context cannot be built; upstream then has no runtime info), as the Kubeflow Trainer
+    `release` builds it; the rules read the release's gates here. The context is built on
+    first use: most TrainJobs meet no rule that needs it."""
 
     trainjob: Obj
     runtime: Obj
     problem: Diagnostic | None = None
+    release: Release = DEFAULT_RELEASE
     merge_known: bool = field(default=False, init=False, repr=False)
 
     @functools.cached_property
     def ctx(self) -> Context | None:
-        ctx, self.problem = _context(self.trainjob, self.runtime)
+        ctx, self.problem = _context(self.trainjob, self.runtime, self.release)
         return ctx
 
     def merge_problem(self) -> Diagnostic | None:
@@ -58,10 +63,11 @@ class Admission:
         (`compiler.core.context.merge_each`), so that merge alone decides, on the same
         typed copy of the runtime's spec `_context` starts from; and it need not run when
         every merge list of the patches and of the runtime's typed spec is `keyed`."""
+        version = self.release.version
         if "ctx" not in self.__dict__ and not self.merge_known and not (
-                keyed(self.spec.get("runtimePatches")) and _typed_facts(self.runtime)[1]):
+                keyed(self.patches) and _typed_facts(self.runtime, version)[1]):
             try:
-                merge_each(_typed_spec(self.runtime), runtime_patches(self.trainjob))
+                merge_each(_typed_spec(self.runtime, version), self.patches, self.release)
             except TjcError as exc:
                 self.problem = exc.diagnostic
                 self.__dict__["ctx"] = None  # what `ctx` would give: no context
@@ -76,8 +82,8 @@ class Admission:
         typed spec itself is returned, shared by every TrainJob of the runtime: read only."""
         if "ctx" not in self.__dict__ and not any(
                 isinstance(get_path(patch, *PATCH_SPEC), dict)
-                for patch in runtime_patches(self.trainjob)):
-            return _typed(self.runtime)
+                for patch in self.patches):
+            return _typed(self.runtime, self.release.version)
         return self.ctx.spec if self.ctx is not None else None
 
     def job_names(self) -> set[str] | None:
@@ -85,18 +91,27 @@ class Admission:
         context cannot be built), without building the context: a merge that succeeds keeps
         every job of the runtime's typed spec and adds those the patches' job lists name (it
         merges them by name and deletes none; the typed round trip after it keeps every
-        list item)."""
+        list item; where a release merges job patches into the runtime's jobs only,
+        `Release.patch_merge`, the patches add none)."""
         if "ctx" not in self.__dict__:
-            specs = [get_path(patch, *PATCH_SPEC) for patch in runtime_patches(self.trainjob)]
+            specs = [get_path(patch, *PATCH_SPEC) for patch in self.patches]
             lists = [spec.get("replicatedJobs") for spec in specs if isinstance(spec, dict)]
             if all(jobs is None or isinstance(jobs, list) for jobs in lists) \
                     and self.merge_problem() is None:
-                names = {name for name, _ in job_pods(_typed(self.runtime))}
-                names.update(str(rjob.get("name", "")) for jobs in lists
-                             for rjob in jobs or [])
+                names = {name for name, _ in job_pods(_typed(self.runtime,
+                                                             self.release.version))}
+                if self.release.patch_merge == "spec":
+                    names.update(str(rjob.get("name", "")) for jobs in lists
+                                 for rjob in jobs or [])
                 return names
         spec = self.template_spec()
         return None if spec is None else {name for name, _ in job_pods(spec)}
+
+    @functools.cached_property
+    def patches(self) -> list[Obj]:
+        """What changes the runtime's template: the runtime patches (v2.1: the pod template
+        overrides), `compiler.core.context.spec_patches`."""
+        return spec_patches(self.trainjob, self.release)
 
     @functools.cached_property
     def spec(self) -> Obj:
@@ -136,29 +151,32 @@ def pod_container(pod_spec: Obj, name: str, *, init: bool = False) -> Obj | None
 
 
 @per_object
-def _typed_facts(runtime: Obj) -> tuple[Obj, bool]:
-    """The runtime's JobSet spec after the typed round trip and whether it is `keyed`,
-    worked out once per runtime object (callers validate many TrainJobs against one
-    runtime); the spec is shared: read only."""
+def _typed_facts(runtime: Obj, version: str) -> tuple[Obj, bool]:
+    """The runtime's JobSet spec after the typed round trip (of the release `version`) and
+    whether it is `keyed`, worked out once per runtime object (callers validate many
+    TrainJobs against one runtime); the spec is shared: read only."""
     template = as_dict(as_dict(runtime.get("spec")).get("template"))
-    spec = typed.jobset_spec(as_dict(template.get("spec")))
+    spec = typed.jobset_spec(as_dict(template.get("spec")), release=version)
     return spec, keyed(spec)
 
 
-def _typed(runtime: Obj) -> Obj:
+def _typed(runtime: Obj, version: str = DEFAULT_VERSION) -> Obj:
     """The runtime's JobSet spec after the typed round trip (shared: read only)."""
-    return _typed_facts(runtime)[0]
+    found: Obj = _typed_facts(runtime, version)[0]
+    return found
 
 
-def _typed_spec(runtime: Obj) -> Obj:
+def _typed_spec(runtime: Obj, version: str) -> Obj:
     """A fresh copy of the runtime's JobSet spec after the typed round trip."""
-    return fast_copy(_typed(runtime))  # type: ignore[no-any-return]
+    return fast_copy(_typed(runtime, version))  # type: ignore[no-any-return]
 
 
-def _context(trainjob: Obj, runtime: Obj) -> tuple[Context | None, Diagnostic | None]:
+def _context(trainjob: Obj, runtime: Obj, release: Release
+             ) -> tuple[Context | None, Diagnostic | None]:
     """`newRuntimeInfo`: the JobSet template after the runtime patches, as pod sets."""
     try:
-        return build_context(trainjob, runtime, _typed_spec(runtime)), None
+        return build_context(trainjob, runtime, _typed_spec(runtime, release.version),
+                             release=release), None
     except TjcError as exc:
         return None, exc.diagnostic
 

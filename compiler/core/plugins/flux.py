@@ -35,7 +35,6 @@ from __future__ import annotations
 import base64
 import functools
 from collections.abc import Iterator
-from pathlib import Path
 
 from compiler.common.diagnostics import Diagnostic, error
 from compiler.common.jsondata import Obj
@@ -61,6 +60,7 @@ from compiler.core.plugins.checks import (
 )
 from compiler.core.plugins.hooks import CustomValidation, GpuEffect, Quirks
 from compiler.core.resources import gpu_count, node_resources
+from compiler.kube.releases import FLUX_TEMPLATES, release_data
 
 INSTALLER = "flux-installer"
 DEFAULTS = {"FLUX_VIEW_IMAGE": "ghcr.io/converged-computing/flux-view-ubuntu:tag-jammy",
@@ -108,9 +108,12 @@ def _settings(ctx: Context) -> dict[str, str]:
 
 
 def _original_command(ctx: Context) -> str:
+    """The app the entrypoint runs: the TrainJob's command (else, from v2.3, the runtime
+    trainer's: `Release.podset_command`) and args, joined with spaces."""
     ps = ctx.pod_set_by_ancestor(TRAINER)
     container = ps.container(NODE) if ps is not None else None
-    command = list((container or {}).get("command") or [])
+    command = list((container or {}).get("command") or []) if ctx.release.podset_command \
+        else []
     trainer = ctx.trainer or {}
     if isinstance(trainer.get("command"), list):
         command = list(trainer["command"])
@@ -128,25 +131,28 @@ def enforce(ctx: Context) -> PluginResult:
     edits: list[Edit] = [SetTrainerCommand(
         ("/bin/bash", "/etc/flux-config/entrypoint.sh", _original_command(ctx)), clear_args=True,
         how="rewritten by plugin flux (the Flux entrypoint runs it)")]
-    volumes = (
+    shm = ctx.release.flux_shm_and_cores  # the shared-memory volume came in v2.3
+    volumes: tuple[Obj, ...] = (
         {"name": "spack-install", "emptyDir": {}},
         {"name": "flux-install", "emptyDir": {}},
         {"name": config, "configMap": {"name": config, "defaultMode": 0o755}},
-        {"name": "shared-memory", "emptyDir": {"medium": "Memory"}},
+        *([{"name": "shared-memory", "emptyDir": {"medium": "Memory"}}] if shm else []),
         {"name": "flux-curve", "secret": {"secretName": curve, "defaultMode": 0o400}},
     )
     installer: Obj = {"name": INSTALLER, "command": ["/bin/bash", "/etc/flux-config/init.sh"],
                       "volumeMounts": [{"name": "flux-install", "mountPath": "/mnt/flux"},
                                        {"name": config, "mountPath": "/etc/flux-config",
                                         "readOnly": True}]}
-    if settings["FLUX_VIEW_IMAGE"]:  # the builder writes an image only when it is not empty
+    if settings["FLUX_VIEW_IMAGE"] or not ctx.release.podset_command:
+        # from v2.3 the builder writes an image only when it is not empty; before, the plugin
+        # appended the container itself, `image: ""` and all
         installer["image"] = settings["FLUX_VIEW_IMAGE"]
-    mounts = (
+    mounts: tuple[Obj, ...] = (
         {"name": "flux-install", "mountPath": "/mnt/flux"},
         {"name": "spack-install", "mountPath": "/opt/software"},
         {"name": config, "mountPath": "/etc/flux-config", "readOnly": True},
         {"name": "flux-curve", "mountPath": "/curve", "readOnly": True},
-        {"name": "shared-memory", "mountPath": "/dev/shm", "readOnly": True},
+        *([{"name": "shared-memory", "mountPath": "/dev/shm", "readOnly": True}] if shm else []),
     )
     for ps in ctx.pod_sets:
         if ps.name != NODE:
@@ -164,9 +170,11 @@ def _range(size: int) -> str:
 def _init_script(ctx: Context, settings: dict[str, str], nodes: int) -> str:
     hosts = f"{ctx.name}-{NODE}-0-[{_range(nodes)}]"
     fqdn = f"{ctx.name}.{ctx.namespace}.svc.cluster.local"
-    broker = _fill(_template("broker.toml"), f"tcp://{settings['FLUX_NETWORK_DEVICE']}:%p",
-                   f"tcp://%h.{fqdn}:%p", hosts, settings["FLUX_QUEUE_POLICY"])
-    return _fill(_template("init.sh"), "/opt/view", f"{ctx.name}-0", hosts, broker)
+    version = ctx.release.version
+    broker = _fill(_template(version, "broker.toml"),
+                   f"tcp://{settings['FLUX_NETWORK_DEVICE']}:%p", f"tcp://%h.{fqdn}:%p", hosts,
+                   settings["FLUX_QUEUE_POLICY"])
+    return _fill(_template(version, "init.sh"), "/opt/view", f"{ctx.name}-0", hosts, broker)
 
 
 def _entrypoint(ctx: Context, trainer: Obj, nodes: int) -> str:
@@ -179,7 +187,10 @@ def _entrypoint(ctx: Context, trainer: Obj, nodes: int) -> str:
     if gpus > 0:
         flags += f" -g {gpus}"
         rspec += f" --gpu={_range(gpus)}"
-    return _fill(_template("entrypoint.sh"), rspec, f"{ctx.name}-{NODE}-0-0", flags)
+    template = _template(ctx.release.version, "entrypoint.sh")
+    if not ctx.release.flux_shm_and_cores:  # before v2.3: `flux R encode ... --local`
+        return _fill(template, f"{ctx.name}-{NODE}-0-0", flags)
+    return _fill(template, rspec, f"{ctx.name}-{NODE}-0-0", flags)
 
 
 def _int32(value: int) -> int:
@@ -235,7 +246,8 @@ def _no_namespace(ctx: Context) -> PluginResult | None:
 
 def build(ctx: Context) -> PluginResult:
     """The entrypoint ConfigMap and the CURVE certificate Secret."""
-    missing = _missing(ctx, build=True) or _no_namespace(ctx) or _templates_missing()
+    missing = _missing(ctx, build=True) or _no_namespace(ctx) or \
+        _templates_missing(ctx.release.version)
     if missing is not None:
         return missing
     trainer = ctx.trainer or {}
@@ -257,7 +269,9 @@ def validate(job: Admission) -> Iterator[Diagnostic]:
     if flux is None or spec is None:
         return
     trainer = job.trainer or {}
-    npp = trainer.get("numProcPerNode", flux.get("numProcPerNode"))
+    npp = flux.get("numProcPerNode")
+    if job.release.flux_trainer_num_proc:  # from v2.3 the TrainJob's, when set, is checked
+        npp = trainer.get("numProcPerNode", npp)
     if isinstance(npp, int) and npp < 1:
         yield error("TJC-WEBHOOK-FLUX-NUM-PROC-PER-NODE",
                     f"numProcPerNode is {npp}: must be greater than or equal to 1 for Flux "
@@ -312,24 +326,20 @@ PLUGIN = PluginSpec(
 )
 
 
-TEMPLATES = ("broker.toml", "entrypoint.sh", "init.sh")
+TEMPLATES = FLUX_TEMPLATES
 
 
 @functools.cache
-def _template(name: str) -> str:
-    """One of upstream's templates: packaged, else a checkout's build/flux/ (make setup)."""
-    packaged = Path(__file__).resolve().parents[2] / "_native" / "flux" / name
-    checkout = Path(__file__).resolve().parents[3] / "build" / "flux" / name
-    for path in (packaged, checkout):
-        if path.is_file():
-            return path.read_text(encoding="utf-8")
-    raise FileNotFoundError(name)
+def _template(version: str, name: str) -> str:
+    """One of upstream's templates of a release: packaged, else a checkout's build/flux/
+    (make setup; `compiler.kube.releases`)."""
+    return release_data(version).flux_template(name)
 
 
-def _templates_missing() -> PluginResult | None:
+def _templates_missing(version: str) -> PluginResult | None:
     try:
         for name in TEMPLATES:
-            _template(name)
+            _template(version, name)
     except (FileNotFoundError, OSError):
         return PluginResult(diagnostics=(error(
             "TJC-FLUX-TEMPLATES", "upstream's Flux script templates are not installed: "

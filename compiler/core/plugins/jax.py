@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from compiler.common.diagnostics import Diagnostic
+from compiler.common.diagnostics import Diagnostic, error
+from compiler.common.errors import CompileError
 from compiler.common.jsondata import Obj
-from compiler.core.context import Context
+from compiler.core.context import ANCESTOR_LABEL, TRAINER, Context
 from compiler.core.plugins.base import (
     TRAINER_PORT,
     PluginResult,
@@ -37,7 +38,15 @@ def active(ctx: Context) -> bool:
 
 
 def enforce(ctx: Context) -> PluginResult:
-    """Count from numNodes; JAX env and port on the trainer `node` container."""
+    """Count from numNodes; JAX env and port on the trainer `node` container. v2.2's plugin
+    reads the trainer PodSet's count before it checks there is one
+    (`Release.jax_trainer_job_required`): without a trainer job its reconcile fails."""
+    if ctx.release.jax_trainer_job_required and ctx.pod_set_by_ancestor(TRAINER) is None:
+        raise CompileError(error(
+            "TJC-JAX-NO-TRAINER-JOB", "the runtime has no replicated job labelled "
+            f"{ANCESTOR_LABEL}: {TRAINER}; Kubeflow Trainer {ctx.release.version}'s JAX plugin "
+            "dereferences that job's pod set and its controller creates nothing",
+            ("spec", "runtimeRef")))
     return trainer_env_and_port(ctx, lambda count: (
         {"name": "JAX_NUM_PROCESSES", "value": str(count)},
         completion_index_env("JAX_PROCESS_ID"),

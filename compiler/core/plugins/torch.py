@@ -66,6 +66,7 @@ RESERVED_ENVS = frozenset(ENV_NAMES)
 TORCHTUNE_MODELS = frozenset({"llama3_2/1B", "llama3_2/3B", "llama3_3/70B", "qwen2_5/1.5B"})
 LLAMA_70B, QWEN_1_5B = "llama3_3/70B", "qwen2_5/1.5B"
 QLORA_SUFFIX, QLORA_SINGLE_DEVICE_SUFFIX = "_qlora", "_qlora_single_device"
+NUM_PROC_NAMES = ("auto", "cpu", "gpu")  # v2.1's numProcPerNode strings
 IMMUTABLE_CONFIGS = frozenset({"output_dir", "tokenizer.path", "checkpointer.checkpoint_dir",
                                "tokenizer.merges_file"})
 
@@ -76,12 +77,16 @@ def active(ctx: Context) -> bool:
 
 
 def num_proc_per_node(ctx: Context) -> tuple[int | str, int]:
-    """PET_NPROC_PER_NODE (`auto` or an int) and the GPU count it was decided from."""
+    """PET_NPROC_PER_NODE (`auto`, v2.1's `gpu`, or an int) and the GPU count it was decided
+    from: the TrainJob's numProcPerNode, else the torch policy's (v2.1: its CRD's only), else
+    `auto`; `auto` without GPUs, and v2.1's `cpu`, become the CPU count."""
     trainer = ctx.trainer or {}
-    npp: int | str = trainer.get("numProcPerNode", "auto")
+    policy = (ctx.ml_policy or {}).get("torch") or {}
+    own = policy.get("numProcPerNode", "auto") if ctx.release.num_proc_strings else "auto"
+    npp: int | str = trainer.get("numProcPerNode", own)
     res = node_resources(ctx)
     gpus = gpu_count(res)
-    if npp == "auto" and gpus == 0:
+    if npp == "cpu" or (npp == "auto" and gpus == 0):
         npp = int32(max(1, cpu_count(res)))
     return npp, gpus
 
@@ -142,7 +147,7 @@ def _tune_command(ctx: Context, count: int, npp: int | str, gpus: int) -> list[s
     """`tune run` plus rendezvous (multi-node or multi-device), recipe, config, overrides."""
     trainer = ctx.trainer or {}
     command = list(TUNE_ENTRYPOINT)
-    multi_device = (isinstance(npp, int) and npp > 1) or (npp == "auto" and gpus > 1)
+    multi_device = (isinstance(npp, int) and npp > 1) or (isinstance(npp, str) and gpus > 1)
     if count > 1 or multi_device:
         command.append(f"--rdzv_endpoint={node_zero_host(ctx)}:{TRAINER_PORT}")
     recipe, config = recipe_and_config(ctx, count, npp, gpus, trainer.get("args") or [])
@@ -158,7 +163,11 @@ def model_name(runtime_name: str) -> str:
     return f"{fields[1].replace('.', '_')}/{fields[2].upper()}"
 
 
-def _bool_arg(args: list[str], key: str) -> bool:
+def _bool_arg(args: list[str], key: str, valued: bool = True) -> bool:
+    """Whether an argument names `key` with the value `true` (any case); before v2.3
+    (`valued` False, `Release.torchtune_bool_args`) whether any argument mentions it."""
+    if not valued:
+        return any(key in arg for arg in args)
     for arg in args:
         name, sep, value = arg.partition("=")
         if sep and key in name and value.strip().lower() == "true":
@@ -166,9 +175,11 @@ def _bool_arg(args: list[str], key: str) -> bool:
     return False
 
 
-def is_qlora(args: list[str]) -> bool:
-    """QLoRA: `model.quantize_base=true` unless `model.use_dora=true`."""
-    return not _bool_arg(args, "model.use_dora") and _bool_arg(args, "model.quantize_base")
+def is_qlora(args: list[str], valued: bool = True) -> bool:
+    """QLoRA: `model.quantize_base=true` unless `model.use_dora=true` (before v2.3: any
+    `quantize_base` argument unless one mentions `use_dora`)."""
+    return not _bool_arg(args, "model.use_dora", valued) and \
+        _bool_arg(args, "model.quantize_base", valued)
 
 
 def is_lora(args: list[str]) -> bool:
@@ -180,14 +191,15 @@ def recipe_and_config(ctx: Context, count: int, npp: int | str, gpus: int,
                       args: list[str]) -> tuple[str, str]:
     """TorchTune's recipe and config name (`getRecipeAndConfig`)."""
     recipe, suffix = "full_finetune_distributed", "_full"
+    qlora = is_qlora(args, ctx.release.torchtune_bool_args)
     if count == 1 and (npp == 1 or gpus == 1):
-        if is_qlora(args):
+        if qlora:
             recipe, suffix = "lora_finetune_single_device", "_qlora_single_device"
         elif is_lora(args):
             recipe, suffix = "lora_finetune_single_device", "_lora_single_device"
         else:
             recipe, suffix = "full_finetune_single_device", "_full_single_device"
-    elif count == 1 and is_qlora(args):
+    elif count == 1 and qlora:
         recipe, suffix = "lora_finetune_distributed", "_qlora"
     elif count == 1 and is_lora(args):
         recipe, suffix = "lora_finetune_distributed", "_lora"
@@ -225,9 +237,29 @@ def validate(job: Admission) -> Iterator[Diagnostic]:
     trainer = job.trainer
     if trainer is None:
         return
+    if job.release.torch_checks_need_num_proc and "numProcPerNode" not in trainer:
+        return  # v2.1 checks nothing more without it
+    if job.release.num_proc_strings:
+        yield from _num_proc_strings(trainer)
     yield from reserved_envs("TJC-WEBHOOK-TORCH-RESERVED-ENV", trainer, RESERVED_ENVS)
     if trainer.get("command") == TUNE_ENTRYPOINT and job.ctx is not None:
+        if job.release.torch_checks_need_num_proc and \
+                not isinstance(trainer.get("numNodes"), int):  # v2.1 reads it unchecked
+            yield error("TJC-WEBHOOK-TORCHTUNE-NO-NUM-NODES", "TorchTune's check reads "
+                        f"spec.trainer.numNodes: without it Kubeflow Trainer "
+                        f"{job.release.version}'s webhook fails and the TrainJob is refused; "
+                        "set numNodes", ("spec", "trainer"))
+            return
         yield from _torchtune(job.ctx, trainer)
+
+
+def _num_proc_strings(trainer: Obj) -> Iterator[Diagnostic]:
+    """v2.1's numProcPerNode is an int or one of `auto`, `cpu`, `gpu`."""
+    npp = trainer.get("numProcPerNode")
+    if isinstance(npp, str) and npp not in NUM_PROC_NAMES:
+        yield error("TJC-WEBHOOK-TORCH-NUM-PROC-PER-NODE", f"numProcPerNode is {go_quote(npp)}: "
+                    f"must have an int value or [{' '.join(NUM_PROC_NAMES)}]",
+                    ("spec", "trainer", "numProcPerNode"))
 
 
 def _injection_targets(spec: Obj, torch: Obj) -> Iterator[Diagnostic]:
@@ -265,7 +297,13 @@ def _torchtune(ctx: Context, trainer: Obj) -> Iterator[Diagnostic]:
     npp: int | str = trainer.get("numProcPerNode", "auto")
     _, config = recipe_and_config(ctx, num_nodes, npp, gpu_count(node_resources(ctx)), args)
     yield from _qlora(model, config)
-    if num_nodes > 1 and (is_lora(args) or is_qlora(args)):
+    if ctx.release.torchtune_strict_args:  # from v2.3
+        yield from _strict_args(num_nodes, args, ctx.release.torchtune_bool_args)
+
+
+def _strict_args(num_nodes: int, args: list[str], valued: bool) -> Iterator[Diagnostic]:
+    """v2.3's TorchTune checks: no LoRA on many nodes; no immutable config in the args."""
+    if num_nodes > 1 and (is_lora(args) or is_qlora(args, valued)):
         yield error("TJC-WEBHOOK-TORCHTUNE-LORA-MULTI-NODE",
                     "LoRA fine-tuning is not supported for multi-node training in TorchTune",
                     NUM_NODES)

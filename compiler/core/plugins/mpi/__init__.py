@@ -113,14 +113,19 @@ def _wiring(ctx: Context, ps: PodSet, policy: Obj, slots: int) -> list[Edit]:
 
 
 def _ssh_volume(ctx: Context) -> Obj:
+    """The SSH Secret volume; its file modes came in v2.3 (`Release.mpi_ssh_modes`)."""
+    if not ctx.release.mpi_ssh_modes:
+        return {"name": "mpi-ssh-auth", "secret": {
+            "secretName": f"{ctx.name}-mpi-ssh-auth",
+            "items": [{"key": key, "path": path} for key, path, _ in SSH_ITEMS]}}
     return {"name": "mpi-ssh-auth", "secret": {
         "secretName": f"{ctx.name}-mpi-ssh-auth",
         "defaultMode": 0o400,
-        "items": [
-            {"key": "ssh-privatekey", "path": "id_rsa", "mode": 0o640},
-            {"key": "ssh-publickey", "path": "id_rsa.pub", "mode": 0o644},
-            {"key": "ssh-publickey", "path": "authorized_keys", "mode": 0o644},
-        ]}}
+        "items": [{"key": key, "path": path, "mode": mode} for key, path, mode in SSH_ITEMS]}}
+
+
+SSH_ITEMS = (("ssh-privatekey", "id_rsa", 0o640), ("ssh-publickey", "id_rsa.pub", 0o644),
+             ("ssh-publickey", "authorized_keys", 0o644))
 
 
 def _hostfile_volume(ctx: Context) -> Obj:
@@ -197,8 +202,9 @@ def hostfile_size(ctx: Context) -> int:
     size = 0
     for ps in sets:
         fixed = len(f"{ctx.name}-{ps.name}--.{ctx.subdomain()} slots={slots}\n".encode())
-        size += ps.replicas * ps.count * fixed + ps.count * _digits_below(ps.replicas) + \
-            ps.replicas * _digits_below(ps.count)
+        replicas = ctx.endpoint_replicas(ps)
+        size += replicas * ps.count * fixed + ps.count * _digits_below(replicas) + \
+            replicas * _digits_below(ps.count)
     return size
 
 
@@ -209,7 +215,7 @@ def _hostfile(ctx: Context) -> Obj:
 
 def validate(job: Admission) -> Iterator[Diagnostic]:
     """MPI `Validate`: runLauncherAsNode with 2+ nodes needs jobs `launcher` and `node`;
-    reserved OMPI_* envs."""
+    reserved OMPI_* envs (from v2.3: `Release.mpi_reserved_envs`)."""
     mpi = job.policy("mlPolicy", "mpi")
     trainer = job.trainer
     if mpi is None or trainer is None:
@@ -219,7 +225,11 @@ def validate(job: Admission) -> Iterator[Diagnostic]:
         yield error("TJC-WEBHOOK-MPI-LAUNCHER-AS-NODE",
                     "must have 1 when MPI trainingRuntime with enabled runLauncherAsNode does "
                     "not have either launcher and node", NUM_NODES)
-    yield from reserved_envs("TJC-WEBHOOK-MPI-RESERVED-ENV", trainer, RESERVED_ENVS)
+    if job.release.num_proc_strings and isinstance(trainer.get("numProcPerNode"), str):
+        yield error("TJC-WEBHOOK-MPI-NUM-PROC-PER-NODE", "must have an int value for MPI "
+                    "TrainJob", ("spec", "trainer", "numProcPerNode"))
+    if job.release.mpi_reserved_envs:
+        yield from reserved_envs("TJC-WEBHOOK-MPI-RESERVED-ENV", trainer, RESERVED_ENVS)
 
 
 def gpu_effect(trainer: Obj, policy: Obj, gpus: int) -> str | None:
