@@ -4,7 +4,11 @@ Every pack's rules run as the plan compiled from their CUE source (`compiled`), 
 the rules a plan does not compile and the inputs it leaves to CUE. For those, the document's
 policy input (`views.policy_input`) is cut down to what the pack can read (`prune`), and equal
 remainders are evaluated once (the rules are pure functions of their input and settings).
-Rules are skipped per run (`--skip`), by rule id or pack name.
+Rules are skipped per run (`--skip`), by rule id or pack name. A violation may carry its own
+severity (else its rule's). A rule that defers to others (`defersTo`) loses its violation at a
+path where one of them reports one as severe or more in the same document (`_deferred`), so
+that two rules checking one problem report it once. The Namespace objects of the inputs
+(`use_namespaces`) give `input.namespace` its labels.
 Exemptions (`exemptions`: the policy settings', and the object's own annotation within what
 those allow; a JobSet follows its TrainJob) do not hide a violation: it stays, suppressed, as a
 notice that names the exemption used.
@@ -26,6 +30,7 @@ from compiler.policy.views import policy_input
 
 SKIP_ANNOTATION = ex.SKIP_ANNOTATION
 SEVERITY = {"deny": Severity.ERROR, "warn": Severity.WARNING}
+_RANK = {"warn": 0, "deny": 1}
 _MEMO_LIMIT = 100_000
 
 Path = tuple[str | int, ...]
@@ -33,18 +38,25 @@ Path = tuple[str | int, ...]
 
 class Violation(NamedTuple):
     """One rule broken by one document, at a field path inside it; `exempted` says which
-    exemption suppresses it (kind and justification), `remark` adds to the message. (A
-    named tuple: a JobSet's violations are many and short-lived, and a tuple is made in
-    half the time of a frozen dataclass.)"""
+    exemption suppresses it (kind and justification), `remark` adds to the message; `own`
+    is the violation's own severity ("": its rule's). (A named tuple: a JobSet's
+    violations are many and short-lived, and a tuple is made in half the time of a frozen
+    dataclass.)"""
 
     rule: Rule
     path: Path
     message: str
     exempted: ex.Decision | None = None
+    own: str = ""
+
+    @property
+    def severity(self) -> str:
+        """deny or warn: the violation's own, else its rule's."""
+        return self.own or self.rule.severity
 
     def diagnostic(self) -> Diagnostic:
         """The violation as an unlocated diagnostic (a notice when an exemption was used)."""
-        severity = SEVERITY[self.rule.severity]
+        severity = SEVERITY[self.severity]
         decision = self.exempted
         if decision is None or not decision.kind:
             remark = f" ({decision.remark})" if decision is not None and decision.remark else ""
@@ -68,6 +80,26 @@ def skipped_by(rule_id: str, skips: Collection[str]) -> bool:
     return ex.names_rule(rule_id, skips)
 
 
+def _deferred(found: list[Violation]) -> list[Violation]:
+    """The violations without those that give way: at a path where a rule they defer to
+    reports one more severe, or as severe unless that rule defers to theirs too (then both
+    stay: a problem is never lost)."""
+    strongest: dict[tuple[str, Path], Violation] = {}
+    for v in found:
+        known = strongest.get((v.rule.id, v.path))
+        if known is None or _RANK[v.severity] > _RANK[known.severity]:
+            strongest[(v.rule.id, v.path)] = v
+    return [v for v in found if not any(_gives_way(v, strongest.get((other, v.path)))
+                                        for other in v.rule.defers_to)]
+
+
+def _gives_way(v: Violation, other: Violation | None) -> bool:
+    if other is None:
+        return False
+    mine, theirs = _RANK[v.severity], _RANK[other.severity]
+    return theirs > mine or (theirs == mine and v.rule.id not in other.rule.defers_to)
+
+
 class PolicySet:
     """Loaded packs, the run's skips, and the memo of CUE's evaluations; `plans=False`
     evaluates every rule with CUE, compiled or not (`tjc policies test` compares the two)."""
@@ -87,6 +119,11 @@ class PolicySet:
         self.evaluations = 0
         self.errors: list[Diagnostic] = []
         self._reported: set[tuple[str, str]] = set()
+        self.namespaces: dict[str, dict[str, str]] = {}
+
+    def use_namespaces(self, labels: dict[str, dict[str, str]]) -> None:
+        """The labels of the Namespace objects of the inputs, by name (`input.namespace`)."""
+        self.namespaces = labels
 
     def rules(self) -> list[Rule]:
         """Every rule of every pack, in pack order."""
@@ -105,10 +142,13 @@ class PolicySet:
         found: list[Violation] = []
         full: Obj | None = None  # the input of plans and CUE, built when first needed
         for pack, rules in self._by_kind(kind):
-            full = full if full is not None else policy_input(kind, obj, trainjob)
+            full = full if full is not None else policy_input(kind, obj, trainjob,
+                                                              self.namespaces)
             found += self._pack_violations(pack, rules, full)
         if not found:
             return found
+        if any(v.rule.defers_to for v in found):
+            found = _deferred(found)
         owner = trainjob if kind == "JobSet" and trainjob is not None else obj
         meta = (owner or {}).get("metadata")
         meta = meta if isinstance(meta, dict) else {}
@@ -141,15 +181,15 @@ class PolicySet:
             if found is None:
                 out += [v for v in by_cue if v.rule is rule]
             else:
-                out += [Violation(rule, path, message or rule.message)
-                        for path, message in found]
+                out += [Violation(rule, path, message or rule.message, None, own)
+                        for path, message, own in found]
         return out
 
     def _exempt(self, v: Violation, meta: Obj, today: datetime.date) -> Violation:
-        decision = self.exemptions.decide(v.rule.id, v.rule.severity, meta, today)
+        decision = self.exemptions.decide(v.rule.id, v.severity, meta, today)
         if not decision.kind and not decision.remark:
             return v
-        return Violation(v.rule, v.path, v.message, decision)
+        return v._replace(exempted=decision)
 
     def _rules(self, pack: Pack, kind: str, skips: frozenset[str]) -> list[Rule]:
         key = (pack.name, kind, skips)
@@ -183,7 +223,9 @@ class PolicySet:
                 continue
             for item in outcome.get("violations") or []:
                 path = tuple(p for p in item.get("path") or () if isinstance(p, (str, int)))
-                out.append(Violation(rule, path, str(item.get("message") or rule.message)))
+                own = item.get("severity")
+                out.append(Violation(rule, path, str(item.get("message") or rule.message), None,
+                                     own if own in _RANK else ""))
         return tuple(out)
 
     def _rule_failed(self, pack: Pack, rule: Rule, errors: list[Obj]) -> None:

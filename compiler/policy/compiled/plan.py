@@ -29,7 +29,7 @@ from compiler.policy.compiled.values import (
     settings_data,
 )
 
-Found = list[tuple[tuple[Any, ...], str | None]]
+Found = list[tuple[tuple[Any, ...], str | None, str]]  # path, message, own severity ("")
 SPECIAL = {"input": "input", "settings": "settings"}
 
 
@@ -153,12 +153,14 @@ def _violations(value: Any) -> Found:
             raise Unsure  # the contract refuses it: CUE reports the rule's error
         data = force(item)
         path, message = data.get("path"), data.get("message")
+        severity = data.get("severity", "")
         if not isinstance(path, list) or \
                 any(isinstance(p, bool) or not isinstance(p, (str, int)) for p in path) or \
                 (message is not None and not isinstance(message, str)) or \
-                ("message" in data and message is None):
+                ("message" in data and message is None) or \
+                severity not in ("", "deny", "warn") or ("severity" in data and not severity):
             raise Unsure
-        found.append((tuple(path), message))
+        found.append((tuple(path), message, severity))
     return found
 
 
