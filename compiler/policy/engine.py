@@ -180,7 +180,7 @@ class PolicySet:
             found = decided.get(rule.id)
             if found is None:
                 out += [v for v in by_cue if v.rule is rule]
-            else:
+            elif found:
                 out += [Violation(rule, path, message or rule.message, None, own)
                         for path, message, own in found]
         return out
