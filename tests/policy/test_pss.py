@@ -9,6 +9,7 @@ templates, the built-in runtimes and the golden JobSets, is `tests/parity/test_p
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +19,13 @@ from compiler.cli.main import main
 from compiler.common.jsondata import Obj
 from compiler.policy.compiled.plan import PackPlan
 from compiler.policy.engine import PolicySet, Violation
-from compiler.policy.packs import Pack, Rule
+from compiler.policy.packs import BUILTIN_DIR, Loader, Pack, Rule
 from compiler.policy.prune import trie
 from compiler.policy.views import policy_input
 from tests.parity import pss_pods as pp
 
 RECORDED = Path(__file__).resolve().parents[1] / "data" / "pss" / "upstream.json"
+SECURITY_PACK = BUILTIN_DIR / "security.cue"
 
 
 def _recorded() -> list[dict[str, Any]]:
@@ -117,6 +119,43 @@ def test_settings_set_the_level_of_namespaces_without_labels(
     assert "(the default: setting pss.enforce)" in out and "team-c" not in out
 
 
+def test_the_default_level_is_upstreams_and_the_flag_sets_another(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Unlabelled namespaces are privileged (nothing refused) unless --pss-level, which wins
+    over the values file, says otherwise."""
+    values = tmp_path / "values.yaml"
+    values.write_text("pss: {enforce: baseline, warn: baseline}\n")
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    job = TRAINJOB.format(namespace="team-b")
+    code, out = _validate(inputs, capsys, job)
+    assert code == 0 and _rules(out) == set(), out
+    code, out = _validate(inputs, capsys, job, args=("--pss-level", "restricted"))
+    assert code == 1 and _rules(out) == RESTRICTED_ON_TORCH, out
+    code, out = _validate(inputs, capsys, job, args=(
+        "--policy-values", str(values), "--pss-level", "enforce=baseline,warn=restricted"))
+    assert code == 0 and _rules(out) == RESTRICTED_ON_TORCH, out
+    assert "(the default warning level: setting pss.warn)" in out
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("--pss-level", "enforce=strict"), "expected [enforce=|warn=]LEVEL"),
+    (("--pss-level", "audit=baseline"), "expected [enforce=|warn=]LEVEL"),
+    (("--pss-level", "baseline", "--no-default-policies", "--policy", str(SECURITY_PACK)),
+     "--pss-level: no loaded pack has pss settings"),
+])
+def test_a_pss_level_that_cannot_apply_is_a_usage_error(
+        args: tuple[str, ...], message: str, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "job.yaml").write_text(TRAINJOB.format(namespace="team-b"))
+    try:
+        code = main(["validate", "-q", *args, str(tmp_path)])
+    except SystemExit as exc:  # argparse's usage error
+        code = int(str(exc.code))
+    captured = capsys.readouterr()
+    assert code == 2 and message in captured.out + captured.err, captured
+
+
 def test_worker_processes_read_the_namespaces_of_other_files(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """With -j, a worker validating a TrainJob learns the Namespace of another file."""
@@ -136,6 +175,32 @@ def test_render_and_passthrough_read_the_namespaces(tmp_path: Path,
     for args in (["render", str(path)], ["render", "--passthrough", str(path)]):
         assert main(args) == 1
         assert _rules(capsys.readouterr().err) == RESTRICTED_ON_TORCH
+
+
+def test_a_rule_runs_only_where_its_level_checks() -> None:
+    """Every pss rule opens with a test of its level, a guard the plan works out once per
+    input for all of them: at privileged (the default) no rule runs, at baseline those of
+    baseline's 12 checks, at restricted its 15 (not the four a restricted check replaces)."""
+    plan = Loader().load(BUILTIN_DIR / "pss.cue").plan
+    assert set(plan.guards) == plan.compiled and len(plan.compiled) == 19
+    assert len({guard for guards in plan.guards.values() for guard in guards}) == 3
+    ran: list[str] = []
+
+    def entry(rid: str) -> Callable[[Any], list[Any]]:
+        def run(env: Any) -> list[Any]:
+            ran.append(rid)
+            return []
+        return run
+    plan.entries = {rid: entry(rid) for rid in plan.entries}
+    js = pp.jobset({"spec": {"containers": [{"name": "node",
+                                             "securityContext": {"privileged": True}}]}})
+    ids = sorted(plan.compiled)
+    for level, runs in (("privileged", 0), ("baseline", 12), ("restricted", 15)):
+        ran.clear()
+        inp = policy_input("JobSet", js, {"metadata": {"namespace": "team-a"}},
+                           {"team-a": {ENFORCE: level}})
+        assert plan.run(inp, ids) == {rid: [] for rid in ids}
+        assert len(ran) == runs, (level, ran)
 
 
 def test_policy_input_has_the_namespace_and_the_pod_metadata() -> None:
