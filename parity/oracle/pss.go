@@ -55,7 +55,7 @@ func pssSetup() error {
 		return nil
 	}
 	checks := policy.DefaultChecks()
-	evaluator, err := policy.NewEvaluator(checks, nil)
+	evaluator, err := newPodSecurityEvaluator(checks)
 	if err != nil {
 		return err
 	}
