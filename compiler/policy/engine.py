@@ -115,7 +115,7 @@ class PolicySet:
         self.today = today or datetime.datetime.now(datetime.timezone.utc).date()
         self._memo: dict[tuple[str, tuple[str, ...], str], tuple[Violation, ...]] = {}
         self._applicable: dict[tuple[str, str, frozenset[str]], list[Rule]] = {}
-        self._packs: dict[str, list[tuple[Pack, list[Rule]]]] = {}
+        self._packs: dict[str, list[tuple[Pack, list[Rule], tuple[str, ...]]]] = {}
         self.evaluations = 0
         self.errors: list[Diagnostic] = []
         self._reported: set[tuple[str, str]] = set()
@@ -131,7 +131,7 @@ class PolicySet:
 
     def applicable(self, kind: str) -> list[str]:
         """The ids of the rules this set checks a document of `kind` with (not skipped)."""
-        return [rule.id for _, rules in self._by_kind(kind) for rule in rules]
+        return [rule.id for _, rules, _ in self._by_kind(kind) for rule in rules]
 
     def check(self, kind: str, obj: Obj, trainjob: Obj | None = None, *,
               today: datetime.date | None = None) -> list[Violation]:
@@ -141,10 +141,10 @@ class PolicySet:
         decision)."""
         found: list[Violation] = []
         full: Obj | None = None  # the input of plans and CUE, built when first needed
-        for pack, rules in self._by_kind(kind):
+        for pack, rules, compiled in self._by_kind(kind):
             full = full if full is not None else policy_input(kind, obj, trainjob,
                                                               self.namespaces)
-            found += self._pack_violations(pack, rules, full)
+            found += self._pack_violations(pack, rules, compiled, full)
         if not found:
             return found
         if any(v.rule.defers_to for v in found):
@@ -157,20 +157,24 @@ class PolicySet:
         day = today or self.today
         return [self._exempt(v, meta, day) for v in found]
 
-    def _by_kind(self, kind: str) -> list[tuple[Pack, list[Rule]]]:
+    def _by_kind(self, kind: str) -> list[tuple[Pack, list[Rule], tuple[str, ...]]]:
         """The packs with rules (not skipped this run) that apply to this kind, with those
-        rules."""
+        rules and the ids of the compiled ones."""
         known = self._packs.get(kind)
         if known is None:
             known = self._packs[kind] = [
-                (p, rules) for p in self.packs if (rules := self._rules(p, kind, self.skip))]
+                (p, rules, tuple(r.id for r in rules if r.id in p.plan.compiled))
+                for p in self.packs if (rules := self._rules(p, kind, self.skip))]
         return known
 
-    def _pack_violations(self, pack: Pack, rules: list[Rule], full: Obj) -> list[Violation]:
+    def _pack_violations(self, pack: Pack, rules: list[Rule], compiled: tuple[str, ...],
+                         full: Obj) -> list[Violation]:
         """One pack's violations, rule by rule in the pack's order: the plan's where it
         decides, CUE's for the rest."""
-        decided = pack.plan.run(full, [r.id for r in rules if r.id in pack.plan.compiled]) \
-            if self.plans else {}
+        decided = pack.plan.run(full, compiled) if self.plans else {}
+        if len(decided) == len(rules) and not any(decided.values()) \
+                and None not in decided.values():
+            return []  # (the common case: every rule decided by its plan, and clean)
         left = [r for r in rules if decided.get(r.id) is None]
         by_cue = self._evaluate(pack, left, prune(full, pack.reads)) if left else ()
         if not decided:

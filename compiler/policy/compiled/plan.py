@@ -50,6 +50,8 @@ class PackPlan:
         self.file: Any = None
         self.decided = self.handed = 0  # rule runs the plan decided, and handed to CUE
         self.guards: dict[str, tuple[Guard, ...]] = {}  # by rule: tests that open it
+        self._grouped: dict[tuple[str, ...], list[tuple[tuple[Guard, ...] | None,
+                                                       list[str]]]] = {}
         if not isinstance(syntax, dict) or syntax.get("t") != "File":
             self.reasons = {rid: "the pack's syntax is not available" for rid in rule_ids}
             return
@@ -81,28 +83,40 @@ class PackPlan:
         """Each compiled rule's violations of one input (None: CUE decides this rule)."""
         top = Struct([(self.file, {})], _TopData(self.static, inp, self.settings))
         out: dict[str, Found | None] = {}
-        held: dict[tuple[Guard, ...], bool] = {}  # whether a rule's guards open, by guards
-        for rid in rule_ids:
-            guards = self.guards.get(rid)
-            if guards is not None:
-                opens = held.get(guards)
-                if opens is None:
-                    opens = held[guards] = self._opens(guards, top)
-                if not opens:
+        for guards, rids in self._gates(rule_ids):
+            if guards is not None and not self._opens(guards, top):
+                for rid in rids:
                     out[rid] = []  # (what the rule gives: every element behind a false guard)
-                    self.decided += 1
-                    continue
-            entry = self.entries[rid]
-            env = {FILE: top, STEPS: [0], INPUT: inp, SETTINGS: self.settings}
-            try:
-                value = entry(env) if entry is not None else \
-                    top.field("rules").field(rid).field("violations")
-                out[rid] = _violations(value) if value else []
-                self.decided += 1
-            except (Bottom, Unsure, RecursionError):
-                out[rid] = None
-                self.handed += 1
+                self.decided += len(rids)
+                continue
+            for rid in rids:
+                out[rid] = self._run(rid, top, inp)
         return out
+
+    def _gates(self, rule_ids: Sequence[str]) -> list[tuple[tuple[Guard, ...] | None, list[str]]]:
+        """The rules by their guards (None: a rule without), each guard worked out once per
+        input; the order between rules does not matter (each is a function of the input)."""
+        key = tuple(rule_ids)
+        found = self._grouped.get(key)
+        if found is None:
+            groups: dict[tuple[Guard, ...] | None, list[str]] = {}
+            for rid in key:
+                groups.setdefault(self.guards.get(rid), []).append(rid)
+            found = self._grouped[key] = list(groups.items())
+        return found
+
+    def _run(self, rid: str, top: Struct, inp: dict[str, Any]) -> Found | None:
+        entry = self.entries[rid]
+        env = {FILE: top, STEPS: [0], INPUT: inp, SETTINGS: self.settings}
+        try:
+            value = entry(env) if entry is not None else \
+                top.field("rules").field(rid).field("violations")
+            found = _violations(value) if value else []
+        except (Bottom, Unsure, RecursionError):
+            self.handed += 1
+            return None
+        self.decided += 1
+        return found
 
     def _opens(self, guards: tuple[Guard, ...], top: Struct) -> bool:
         """Whether one of a rule's guards holds for this input (the file's fields they read
