@@ -65,10 +65,12 @@ P_PATHS = ["p.job", "p.ancestor", "p.spec.hostNetwork", "p.spec.restartPolicy",
 LITERALS = ['"node"', '"x"', '""', '"trainer"', "true", "false", "null", "0", "1", "1000",
             '"Always"', '"1"']
 # A rule's first clause may test only the file's fields and the settings (a guard, as a level
-# or a setting turns a rule on): true, false, an error, or no guard the plan can use alone.
-GUARDS = ['settings.fuzz.limit > 1', 'settings.fuzz.limit > 5', '_level == "-"',
-          '_level != "-"', '_on[_level]', '_on[_name]', 'settings.fuzz.names[0] == "node"',
-          'list.Contains(settings.fuzz.names, "x")', '_level == "-" && settings.fuzz.limit < 0']
+# or a setting turns a rule on): mostly true, sometimes false, rarely an error (the rule then
+# goes to CUE for every input), or a test the plan cannot use as a guard.
+GUARDS = ['settings.fuzz.limit > 1', '_level == "-"', '_on[_level]',
+          'settings.fuzz.names[0] == "node"', 'list.Contains(settings.fuzz.names, "x")',
+          'settings.fuzz.limit > 5', '_level != "-"', '_level == "-" && settings.fuzz.limit < 0']
+ERRING_GUARD = '_on[_name]'  # no field for the namespace's name
 STRING_OPS = ['strings.HasPrefix({x}, "n")', 'strings.Contains({x}, "/")',
               'strings.HasSuffix({x}, "e")', 'len({x}) > 3', 'strings.ToLower({x}) == {x}',
               'list.Contains(settings.fuzz.names, {x})', '(_split & {{text: {x}}}).many',
@@ -128,7 +130,8 @@ def rules(draw: st.DrawFn, index: int) -> str:
         else:
             clauses.append(f"if {draw(conditions(paths))}")
     if draw(st.integers(0, 2)) == 0:
-        clauses.insert(0, f"if {draw(st.sampled_from(GUARDS))}")
+        guard = ERRING_GUARD if draw(st.integers(0, 9)) == 9 else draw(st.sampled_from(GUARDS))
+        clauses.insert(0, f"if {guard}")
     if not over_pods and draw(st.integers(0, 3)) == 0:
         clauses.append("for i, e in *c.container.env | []")
         paths = [*paths, "e.name", "e.value", "i"]

@@ -53,13 +53,15 @@ HELPERS: dict[str, Any] = {
     "_MISSING": ops.MISSING, "_tent": ops.tentative, "_text": ops.text,
     "_negate": ops.negate, "_minus": ops.minus, "_joined": ops.joined, "_spend": spend,
     "_and": ops.BINARY["&&"], "_or": ops.BINARY["||"], "_is": operator.is_,
+    "_binop": ops.BINARY,
 }
 
 
 # What a guard may name: the file's struct, the settings, pure helpers, its own temporaries.
 _GUARD_NAMES = frozenset({"_top", "field", "_settings", "__class__", "str", "int", "bool",
                           "_eq", "_cond", "_is", "_negate", "_and", "_or", "_present", "_sel",
-                          "_walk", "_reach", "_MISSING", "_tent", "_text", "_joined"})
+                          "_walk", "_reach", "_MISSING", "_tent", "_text", "_joined",
+                          "_binop", "_minus"})
 _TEMP = re.compile(r"_[qt]\d+")
 
 
@@ -285,7 +287,7 @@ class Generator:
         fn = ops.BINARY.get(op)
         if fn is None or op == "&":
             return None
-        name = {"&&": "_and", "||": "_or"}.get(op) or self.const(fn)
+        name = {"&&": "_and", "||": "_or"}.get(op) or f"_binop[{op!r}]"
         return f"{name}({self.x(left, scope)}, {self.x(right, scope)})"
 
     def _equal(self, left: Node, right: Node, scope: Scope) -> str:
