@@ -95,8 +95,8 @@ oracle:
 # A long random differential campaign against the oracle: make parity N=20000
 N ?= 5000
 parity: setup oracle
-	TJC_PARITY_EXAMPLES=$(N) TJC_PARITY_RANDOM=1 $(BIN)/python -m pytest -q -s tests/parity/test_parity.py \
-		tests/parity/test_releases.py
+	TJC_PARITY_EXAMPLES=$(N) TJC_PSS_EXAMPLES=$(N) TJC_PARITY_RANDOM=1 $(BIN)/python -m pytest -q -s \
+		tests/parity/test_parity.py tests/parity/test_releases.py tests/parity/test_pss_parity.py
 
 policies-test: setup
 	$(BIN)/tjc policies test

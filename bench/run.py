@@ -7,7 +7,9 @@ over seconds, so every comparison runs as interleaved pairs (A then B, then B th
 and reports the median of the per-pair ratios:
 
 - policies: `tjc validate` and `tjc render` with the built-in packs against
-  `--no-default-policies` (target: at most 1.5x);
+  `--no-default-policies` (target: at most 1.5x), and `tjc validate` with the pss pack at
+  restricted in every namespace (`--pss-level restricted`; no target: every JobSet of the
+  corpus breaks that level, so this measures the findings too);
 - user packs: `tjc validate` with packs a platform team writes, against
   `--no-default-policies` (target: at most 1.5x, as the built-in packs): the built-in packs
   with every message changed (no longer the shipped files), the ten rules of
@@ -166,6 +168,9 @@ def measure(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
                                               args.pairs)
         figures["render_policies"] = paired(command(render), command([*render, off]),
                                             args.pairs)
+        figures["validate_pss_restricted"] = paired(
+            command([*validate, "--pss-level", "restricted"]), command([*validate, off]),
+            args.pairs)
     if "userpacks" in args.only:
         for name, folder in user_packs(tmp).items():
             mine = [*validate, off, "--policy", str(folder)]
@@ -197,6 +202,8 @@ def measure(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
 ROWS = [  # (label, figure, key, target or None)
     ("tjc validate, built-in packs / --no-default-policies", "validate_policies", "ratio", 1.5),
     ("tjc render, built-in packs / --no-default-policies", "render_policies", "ratio", 1.5),
+    ("tjc validate, built-in packs, --pss-level restricted / --no-default-policies",
+     "validate_pss_restricted", "ratio", None),
     ("tjc validate, built-in packs edited / --no-default-policies", "userpacks_edited",
      "ratio", 1.5),
     ("tjc validate, a team's 10 rules / --no-default-policies", "userpacks_team", "ratio",

@@ -112,7 +112,7 @@ def _policies(cfg: krm.FunctionConfig) -> PolicyChecker | None:
     if not cfg.validate:
         return None
     ns = argparse.Namespace(policy=cfg.policies, no_default_policies=not cfg.default_policies,
-                            skip=cfg.skip, policy_values=None)
+                            skip=cfg.skip, policy_values=None, pss_level=[])
     return policy_opts.build(ns, settings=cfg.policy_values)
 
 

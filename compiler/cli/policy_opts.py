@@ -4,9 +4,9 @@ The built-in packs are on unless `--no-default-policies`; without the CUE evalua
 command that would apply a pack fails closed (exit 2, one line saying how to get it).
 `--policy DIR` adds packs, `--skip` turns rules (or whole packs) off for the run,
 `--policy-values FILE` (YAML, JSON or CUE) sets the packs' settings and the exemptions
-(`compiler.policy.exemptions`). The CUE evaluator is
-started only when at least one pack needs it (`compiler.policy.cueproc`: its own process,
-bounded in memory and time; going over a bound is a `PolicyLimitError`, exit 2).
+(`compiler.policy.exemptions`), `--pss-level` the pss pack's levels over those. The CUE
+evaluator is started only when at least one pack needs it (`compiler.policy.cueproc`: its
+own process, bounded in memory and time; going over a bound is a `PolicyLimitError`, exit 2).
 """
 
 from __future__ import annotations
@@ -46,6 +46,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        "namespaces, names or a label selector, optional expiry; objects' "
                        "annotation trainjob-compiler/skip-policies exempts only from warn "
                        "rules and rules listed in annotationExemptible")
+    group.add_argument("--pss-level", action="append", default=[], type=pss_levels,
+                       metavar="[enforce=|warn=]LEVEL",
+                       help="the Pod Security Standards level (privileged, baseline, "
+                       "restricted) the pss pack applies in namespaces without "
+                       "pod-security.kubernetes.io labels among the inputs: enforce (the "
+                       "default) or warn, comma-separated; over pss in --policy-values "
+                       "(default: privileged, as Kubernetes)")
+
+
+PSS_LEVELS = ("privileged", "baseline", "restricted")
+
+
+def pss_levels(text: str) -> dict[str, str]:
+    """`--pss-level`'s value as pss settings (`baseline`, `enforce=baseline,warn=restricted`),
+    or an argparse error."""
+    out: dict[str, str] = {}
+    for part in (p.strip() for p in text.split(",")):
+        mode, _, level = part.rpartition("=")
+        if mode not in ("", "enforce", "warn") or level not in PSS_LEVELS:
+            raise argparse.ArgumentTypeError(
+                f"expected [enforce=|warn=]LEVEL, comma-separated, with a LEVEL of "
+                f"{', '.join(PSS_LEVELS)}; got {part!r}")
+        out[mode or "enforce"] = level
+    return out
 
 
 def setup_problem(message: str, file: str = "") -> PolicySetupError:
@@ -190,8 +214,16 @@ def build(args: argparse.Namespace, settings: dict[str, Any] | None = None
         settings, exemptions = split(values)
     except ValueError as exc:
         raise setup_problem(f"policy values: {exc}", args.policy_values) from None
+    levels = {k: v for given in args.pss_level for k, v in given.items()}
+    if levels:
+        pss = settings.get("pss")
+        settings = {**settings, "pss": {**(pss if isinstance(pss, dict) else {}), **levels}}
     if settings:  # closed: a key no pack declares is a mistake, never a silent no-op
-        _refuse(closed.unknown_settings(settings, closed.declared(load_packs(files))), locate)
+        declared = closed.declared(load_packs(files))
+        if levels and "pss" not in declared:
+            raise setup_problem("--pss-level: no loaded pack has pss settings (the built-in "
+                                "pss pack is left out with --no-default-policies)")
+        _refuse(closed.unknown_settings(settings, declared), locate)
     try:
         loaded = load_packs(files, settings)
     except PolicySetupError as exc:

@@ -27,7 +27,7 @@ from compiler.common.errors import InputError
 from compiler.core.context import CompileOptions, SSHKeySource
 from compiler.io import emit
 from compiler.io.builtin import builtin_runtimes
-from compiler.io.inputs import runtime_files, runtime_table
+from compiler.io.inputs import Namespaces, runtime_files, runtime_table
 from compiler.io.loader import Document, SourceFiles
 from compiler.io.placement import in_namespace
 from compiler.pipeline.names import Met, Names
@@ -170,7 +170,9 @@ class Pipeline:
         extra, unreadable = runtimes_opt.extra_runtimes(args, sources)
         self.builtin += [in_namespace(doc, args.placement) for doc in extra]
         first = sources if runtime_files is None else runtime_files
-        self.table, self.notes = runtime_table(first, self.builtin, args.placement)
+        self.namespaces = Namespaces()
+        self.table, self.notes = runtime_table(first, self.builtin, args.placement,
+                                               self.namespaces)
         self.notes[:0] = unreadable
         self.options = CompileOptions(ssh_keys=_ssh_keys(args.mpi_ssh_key),
                                       name_hash=args.name_hash, trainer_version=version)
@@ -179,20 +181,26 @@ class Pipeline:
         self.reported = len(self.checker.policies.errors) if self.checker else 0
 
     def _session(self) -> Session:
+        if self.checker is not None:
+            self.checker.use_namespaces(self.namespaces.labels)
         return Session(self.table, policies=self.checker, fields=self.args.field_validation,
                        release=self.versions.release, jobset=self.versions.jobset)
 
     def with_runtimes(self, names: frozenset[str]) -> Pipeline:
-        """A worker's pipeline with the runtimes of these input files too."""
+        """A worker's pipeline with the runtimes (and labelled Namespaces) of these input
+        files too."""
         if names:
+            self.namespaces = Namespaces()
             self.table, _ = runtime_table(self.sources.subset(names), self.builtin,
-                                          self.args.placement)
+                                          self.args.placement, self.namespaces)
             self.session = self._session()
         return self
 
     def plan(self) -> jobs.Plan[tuple[list[Event], list[Diagnostic]]]:
-        """This pipeline over its files, and the files a worker reads runtimes from."""
-        return jobs.Plan(self.task, frozenset(runtime_files(self.table)), len(self.sources))
+        """This pipeline over its files, and the files a worker reads runtimes and labelled
+        Namespaces from."""
+        shared = frozenset(runtime_files(self.table) | self.namespaces.files)
+        return jobs.Plan(self.task, shared, len(self.sources))
 
     def task(self, indices: list[int]) -> tuple[list[Event], list[Diagnostic]]:
         """The events of these files in order, and the policy errors first met there."""

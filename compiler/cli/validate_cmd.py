@@ -167,7 +167,7 @@ class Pipeline:
     def __init__(self, args: argparse.Namespace, sources: SourceFiles,
                  runtime_files: SourceFiles | None = None) -> None:
         from compiler.io.builtin import builtin_runtimes
-        from compiler.io.inputs import runtime_table
+        from compiler.io.inputs import Namespaces, runtime_table
         from compiler.io.placement import in_namespace
         from compiler.validate.documents import previous_versions
 
@@ -178,7 +178,9 @@ class Pipeline:
         extra, unreadable = runtimes_opt.extra_runtimes(args, sources)
         self.builtin += [in_namespace(doc, args.placement) for doc in extra]
         first = sources if runtime_files is None else runtime_files
-        self.table, self.notes = runtime_table(first, self.builtin, args.placement)
+        self.namespaces = Namespaces()
+        self.table, self.notes = runtime_table(first, self.builtin, args.placement,
+                                               self.namespaces)
         self.notes[:0] = unreadable
         previous = read_sources(args.against) if args.against else []
         self.checker = policy_opts.build(args)
@@ -191,24 +193,30 @@ class Pipeline:
     def _session(self) -> Session:
         from compiler.pipeline.session import Session
 
+        if self.checker is not None:
+            self.checker.use_namespaces(self.namespaces.labels)
         return Session(self.table, self.old, self.checker, self.args.field_validation,
                        self.versions.release, self.versions.jobset)
 
     def with_runtimes(self, names: frozenset[str]) -> Pipeline:
-        """A worker's pipeline with the runtimes of these input files too."""
-        from compiler.io.inputs import runtime_table
+        """A worker's pipeline with the runtimes (and labelled Namespaces) of these input
+        files too."""
+        from compiler.io.inputs import Namespaces, runtime_table
 
         if names:
+            self.namespaces = Namespaces()
             self.table, _ = runtime_table(self.sources.subset(names), self.builtin,
-                                          self.args.placement)
+                                          self.args.placement, self.namespaces)
             self.session = self._session()
         return self
 
     def plan(self) -> jobs.Plan[tuple[list[Diagnostic], list[Diagnostic], list[Met]]]:
-        """This pipeline over its files, and the files a worker reads runtimes from."""
+        """This pipeline over its files, and the files a worker reads runtimes and labelled
+        Namespaces from."""
         from compiler.io.inputs import runtime_files
 
-        return jobs.Plan(self.task, frozenset(runtime_files(self.table)), len(self.sources))
+        shared = frozenset(runtime_files(self.table) | self.namespaces.files)
+        return jobs.Plan(self.task, shared, len(self.sources))
 
     def _first(self, d: Diagnostic) -> bool:
         """Whether this process meets this policy diagnostic for the first time. A runtime's

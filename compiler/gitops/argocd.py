@@ -93,8 +93,8 @@ ALLOWED = (*_FLAGS, *(f"{name} {'|'.join(values)}" for name, (values, _) in _VAL
 _POLICIES = "the policies are the platform's: the plugin sidecar's " + \
     ", ".join(PLATFORM_ENV)
 _WHY = {
-    **dict.fromkeys(("--policy", "--policy-values", "--skip", "--no-default-policies"),
-                    _POLICIES),
+    **dict.fromkeys(("--policy", "--policy-values", "--pss-level", "--skip",
+                     "--no-default-policies"), _POLICIES),
     "--no-validate": "the checks and the policies cannot be turned off",
     "--mpi-ssh-key": "it would put a private key into Argo CD's manifests, a new one on "
                      "every refresh; create the SSH Secret the job needs yourself",

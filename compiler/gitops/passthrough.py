@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from compiler.common.diagnostics import Diagnostic, Location, Severity
 from compiler.core.context import CompileOptions
 from compiler.io import toolfiles
-from compiler.io.inputs import is_jobset, kind_of, runtime_table
+from compiler.io.inputs import Namespaces, is_jobset, kind_of, runtime_table
 from compiler.io.loader import Document, Source, iter_source
 from compiler.io.placement import Placement, placed
 from compiler.pipeline.names import Met, Names
@@ -58,7 +58,10 @@ def transform(sources: Sequence[Source], builtin: Sequence[Document] = (),
     """Each input resource in input order, TrainJobs expanded; loose diagnostics (broken
     documents, the runtimes' own problems) come as items without an object."""
     opts = opts or PassOptions()
-    table, notes = runtime_table(sources, builtin, opts.placement)
+    namespaces = Namespaces()
+    table, notes = runtime_table(sources, builtin, opts.placement, namespaces)
+    if opts.policies is not None:
+        opts.policies.use_namespaces(namespaces.labels)
     if notes:
         yield Item(None, notes)
     release = (opts.compile or CompileOptions()).release

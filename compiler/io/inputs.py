@@ -2,17 +2,19 @@
 
 Shared by the render and validate applications. The first pass over the inputs collects the
 runtimes (only sources whose text can hold one are parsed); user runtimes replace built-in ones
-with a notice, and a runtime defined twice is an error. YAML that is not a Kubernetes object
-(no apiVersion and kind: kustomization or CI workflow files; Helm templates) is skipped with a
-notice. With a `Placement` (the namespace the inputs are applied into), each TrainJob and
-TrainingRuntime is read as placed there (`compiler.io.placement`). No I/O beyond `Document`.
+with a notice, and a runtime defined twice is an error. The same pass can collect the labels of
+the Namespace objects that carry Pod Security labels (`Namespaces`), which the policies read.
+YAML that is not a Kubernetes object (no apiVersion and kind: kustomization or CI workflow
+files; Helm templates) is skipped with a notice. With a `Placement` (the namespace the inputs
+are applied into), each TrainJob and TrainingRuntime is read as placed there
+(`compiler.io.placement`). No I/O beyond `Document`.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from compiler.common.diagnostics import Diagnostic, Severity, error
 from compiler.common.jsondata import Obj
@@ -101,26 +103,64 @@ def may_hold_runtime(text: bytes) -> bool:
     return False
 
 
+POD_SECURITY_MARK = b"pod-security.kubernetes.io/"
+
+
+@dataclass
+class Namespaces:
+    """The Namespace objects (v1) of the inputs that carry a Pod Security label: all their
+    labels by namespace name (a later object of the same name replaces an earlier one, as
+    applied), and the files they are in (for a `-j` worker's first pass)."""
+
+    labels: dict[str, dict[str, str]] = field(default_factory=dict)
+    files: set[str] = field(default_factory=set)
+
+    def add(self, doc: Document) -> None:
+        """Record the document when it is such a Namespace."""
+        data = doc.data
+        meta = data.get("metadata")
+        if data.get("kind") != "Namespace" or data.get("apiVersion") != "v1" \
+                or not isinstance(meta, dict) or not isinstance(meta.get("name"), str) \
+                or not meta["name"]:
+            return
+        labels = meta.get("labels")
+        labels = {str(k): v for k, v in labels.items() if isinstance(v, str)} \
+            if isinstance(labels, dict) else {}
+        if any(k.startswith(POD_SECURITY_MARK.decode()) for k in labels):
+            self.labels[meta["name"]] = labels
+            self.files.add(doc.source.name)
+
+
 def _may_hold_runtime(source: Source) -> bool:
     return may_hold_runtime(source.text.encode("utf-8", "surrogatepass"))
 
 
+def _may_hold_either(text: bytes) -> bool:
+    return may_hold_runtime(text) or POD_SECURITY_MARK in text
+
+
 def runtime_table(sources: Iterable[Source], builtin: Sequence[Document],
-                  placement: Placement | None = None
+                  placement: Placement | None = None, namespaces: Namespaces | None = None
                   ) -> tuple[dict[RuntimeKey, RuntimeEntry], list[Diagnostic]]:
     """Built-ins, then the runtimes of `sources` as placed (one refused there is left out:
     `classified` reports it); a user runtime replaces a built-in one. Files (`SourceFiles`)
-    are scanned as bytes and only those that may hold one are decoded."""
+    are scanned as bytes and only those that may hold one are decoded. With `namespaces`,
+    the same pass records the Namespaces with Pod Security labels there."""
     table = {runtime_key(doc.data): RuntimeEntry(doc) for doc in builtin}
     notes: list[Diagnostic] = []
-    candidates = sources.where(may_hold_runtime) if isinstance(sources, SourceFiles) else \
-        filter(_may_hold_runtime, sources)
+    test = may_hold_runtime if namespaces is None else _may_hold_either
+    candidates = sources.where(test) if isinstance(sources, SourceFiles) else \
+        (s for s in sources if test(s.text.encode("utf-8", "surrogatepass")))
     for source in candidates:
         for doc in iter_source(source):
-            if isinstance(doc, Document) and kind_of(doc) in RUNTIME_KINDS:
+            if not isinstance(doc, Document):
+                continue
+            if kind_of(doc) in RUNTIME_KINDS:
                 found = placed(doc, placement)
                 if isinstance(found, Document):
                     notes.extend(_add_runtime(table, found))
+            elif namespaces is not None:
+                namespaces.add(doc)
     return table, notes
 
 

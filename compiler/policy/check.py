@@ -66,6 +66,10 @@ class PolicyChecker:
         self._at_runtime: dict[tuple[int, int, Path, str, Any], tuple[Document, Diagnostic]] \
             = {}
 
+    def use_namespaces(self, labels: dict[str, dict[str, str]]) -> None:
+        """The labels of the inputs' Namespace objects, by name (`PolicySet.use_namespaces`)."""
+        self.policies.use_namespaces(labels)
+
     def document(self, doc: Document, data: Obj) -> list[Diagnostic]:
         """Violations of a TrainJob or runtime (defaulted `data`), located in `doc`."""
         found = self.policies.check(str(data.get("kind", "")), data, today=self.today)

@@ -4,7 +4,11 @@ Every pack's rules run as the plan compiled from their CUE source (`compiled`), 
 the rules a plan does not compile and the inputs it leaves to CUE. For those, the document's
 policy input (`views.policy_input`) is cut down to what the pack can read (`prune`), and equal
 remainders are evaluated once (the rules are pure functions of their input and settings).
-Rules are skipped per run (`--skip`), by rule id or pack name.
+Rules are skipped per run (`--skip`), by rule id or pack name. A violation may carry its own
+severity (else its rule's). A rule that defers to others (`defersTo`) loses its violation at a
+path where one of them reports one as severe or more in the same document (`_deferred`), so
+that two rules checking one problem report it once. The Namespace objects of the inputs
+(`use_namespaces`) give `input.namespace` its labels.
 Exemptions (`exemptions`: the policy settings', and the object's own annotation within what
 those allow; a JobSet follows its TrainJob) do not hide a violation: it stays, suppressed, as a
 notice that names the exemption used.
@@ -26,6 +30,7 @@ from compiler.policy.views import policy_input
 
 SKIP_ANNOTATION = ex.SKIP_ANNOTATION
 SEVERITY = {"deny": Severity.ERROR, "warn": Severity.WARNING}
+_RANK = {"warn": 0, "deny": 1}
 _MEMO_LIMIT = 100_000
 
 Path = tuple[str | int, ...]
@@ -33,18 +38,25 @@ Path = tuple[str | int, ...]
 
 class Violation(NamedTuple):
     """One rule broken by one document, at a field path inside it; `exempted` says which
-    exemption suppresses it (kind and justification), `remark` adds to the message. (A
-    named tuple: a JobSet's violations are many and short-lived, and a tuple is made in
-    half the time of a frozen dataclass.)"""
+    exemption suppresses it (kind and justification), `remark` adds to the message; `own`
+    is the violation's own severity ("": its rule's). (A named tuple: a JobSet's
+    violations are many and short-lived, and a tuple is made in half the time of a frozen
+    dataclass.)"""
 
     rule: Rule
     path: Path
     message: str
     exempted: ex.Decision | None = None
+    own: str = ""
+
+    @property
+    def severity(self) -> str:
+        """deny or warn: the violation's own, else its rule's."""
+        return self.own or self.rule.severity
 
     def diagnostic(self) -> Diagnostic:
         """The violation as an unlocated diagnostic (a notice when an exemption was used)."""
-        severity = SEVERITY[self.rule.severity]
+        severity = SEVERITY[self.severity]
         decision = self.exempted
         if decision is None or not decision.kind:
             remark = f" ({decision.remark})" if decision is not None and decision.remark else ""
@@ -68,6 +80,26 @@ def skipped_by(rule_id: str, skips: Collection[str]) -> bool:
     return ex.names_rule(rule_id, skips)
 
 
+def _deferred(found: list[Violation]) -> list[Violation]:
+    """The violations without those that give way: at a path where a rule they defer to
+    reports one more severe, or as severe unless that rule defers to theirs too (then both
+    stay: a problem is never lost)."""
+    strongest: dict[tuple[str, Path], Violation] = {}
+    for v in found:
+        known = strongest.get((v.rule.id, v.path))
+        if known is None or _RANK[v.severity] > _RANK[known.severity]:
+            strongest[(v.rule.id, v.path)] = v
+    return [v for v in found if not any(_gives_way(v, strongest.get((other, v.path)))
+                                        for other in v.rule.defers_to)]
+
+
+def _gives_way(v: Violation, other: Violation | None) -> bool:
+    if other is None:
+        return False
+    mine, theirs = _RANK[v.severity], _RANK[other.severity]
+    return theirs > mine or (theirs == mine and v.rule.id not in other.rule.defers_to)
+
+
 class PolicySet:
     """Loaded packs, the run's skips, and the memo of CUE's evaluations; `plans=False`
     evaluates every rule with CUE, compiled or not (`tjc policies test` compares the two)."""
@@ -83,10 +115,15 @@ class PolicySet:
         self.today = today or datetime.datetime.now(datetime.timezone.utc).date()
         self._memo: dict[tuple[str, tuple[str, ...], str], tuple[Violation, ...]] = {}
         self._applicable: dict[tuple[str, str, frozenset[str]], list[Rule]] = {}
-        self._packs: dict[str, list[tuple[Pack, list[Rule]]]] = {}
+        self._packs: dict[str, list[tuple[Pack, list[Rule], tuple[str, ...]]]] = {}
         self.evaluations = 0
         self.errors: list[Diagnostic] = []
         self._reported: set[tuple[str, str]] = set()
+        self.namespaces: dict[str, dict[str, str]] = {}
+
+    def use_namespaces(self, labels: dict[str, dict[str, str]]) -> None:
+        """The labels of the Namespace objects of the inputs, by name (`input.namespace`)."""
+        self.namespaces = labels
 
     def rules(self) -> list[Rule]:
         """Every rule of every pack, in pack order."""
@@ -94,7 +131,7 @@ class PolicySet:
 
     def applicable(self, kind: str) -> list[str]:
         """The ids of the rules this set checks a document of `kind` with (not skipped)."""
-        return [rule.id for _, rules in self._by_kind(kind) for rule in rules]
+        return [rule.id for _, rules, _ in self._by_kind(kind) for rule in rules]
 
     def check(self, kind: str, obj: Obj, trainjob: Obj | None = None, *,
               today: datetime.date | None = None) -> list[Violation]:
@@ -104,11 +141,14 @@ class PolicySet:
         decision)."""
         found: list[Violation] = []
         full: Obj | None = None  # the input of plans and CUE, built when first needed
-        for pack, rules in self._by_kind(kind):
-            full = full if full is not None else policy_input(kind, obj, trainjob)
-            found += self._pack_violations(pack, rules, full)
+        for pack, rules, compiled in self._by_kind(kind):
+            full = full if full is not None else policy_input(kind, obj, trainjob,
+                                                              self.namespaces)
+            found += self._pack_violations(pack, rules, compiled, full)
         if not found:
             return found
+        if any(v.rule.defers_to for v in found):
+            found = _deferred(found)
         owner = trainjob if kind == "JobSet" and trainjob is not None else obj
         meta = (owner or {}).get("metadata")
         meta = meta if isinstance(meta, dict) else {}
@@ -117,20 +157,24 @@ class PolicySet:
         day = today or self.today
         return [self._exempt(v, meta, day) for v in found]
 
-    def _by_kind(self, kind: str) -> list[tuple[Pack, list[Rule]]]:
+    def _by_kind(self, kind: str) -> list[tuple[Pack, list[Rule], tuple[str, ...]]]:
         """The packs with rules (not skipped this run) that apply to this kind, with those
-        rules."""
+        rules and the ids of the compiled ones."""
         known = self._packs.get(kind)
         if known is None:
             known = self._packs[kind] = [
-                (p, rules) for p in self.packs if (rules := self._rules(p, kind, self.skip))]
+                (p, rules, tuple(r.id for r in rules if r.id in p.plan.compiled))
+                for p in self.packs if (rules := self._rules(p, kind, self.skip))]
         return known
 
-    def _pack_violations(self, pack: Pack, rules: list[Rule], full: Obj) -> list[Violation]:
+    def _pack_violations(self, pack: Pack, rules: list[Rule], compiled: tuple[str, ...],
+                         full: Obj) -> list[Violation]:
         """One pack's violations, rule by rule in the pack's order: the plan's where it
         decides, CUE's for the rest."""
-        decided = pack.plan.run(full, [r.id for r in rules if r.id in pack.plan.compiled]) \
-            if self.plans else {}
+        decided = pack.plan.run(full, compiled) if self.plans else {}
+        if len(decided) == len(rules) and not any(decided.values()) \
+                and None not in decided.values():
+            return []  # (the common case: every rule decided by its plan, and clean)
         left = [r for r in rules if decided.get(r.id) is None]
         by_cue = self._evaluate(pack, left, prune(full, pack.reads)) if left else ()
         if not decided:
@@ -140,16 +184,16 @@ class PolicySet:
             found = decided.get(rule.id)
             if found is None:
                 out += [v for v in by_cue if v.rule is rule]
-            else:
-                out += [Violation(rule, path, message or rule.message)
-                        for path, message in found]
+            elif found:
+                out += [Violation(rule, path, message or rule.message, None, own)
+                        for path, message, own in found]
         return out
 
     def _exempt(self, v: Violation, meta: Obj, today: datetime.date) -> Violation:
-        decision = self.exemptions.decide(v.rule.id, v.rule.severity, meta, today)
+        decision = self.exemptions.decide(v.rule.id, v.severity, meta, today)
         if not decision.kind and not decision.remark:
             return v
-        return Violation(v.rule, v.path, v.message, decision)
+        return v._replace(exempted=decision)
 
     def _rules(self, pack: Pack, kind: str, skips: frozenset[str]) -> list[Rule]:
         key = (pack.name, kind, skips)
@@ -183,7 +227,9 @@ class PolicySet:
                 continue
             for item in outcome.get("violations") or []:
                 path = tuple(p for p in item.get("path") or () if isinstance(p, (str, int)))
-                out.append(Violation(rule, path, str(item.get("message") or rule.message)))
+                own = item.get("severity")
+                out.append(Violation(rule, path, str(item.get("message") or rule.message), None,
+                                     own if own in _RANK else ""))
         return tuple(out)
 
     def _rule_failed(self, pack: Pack, rule: Rule, errors: list[Obj]) -> None:

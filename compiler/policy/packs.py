@@ -30,13 +30,15 @@ KINDS = ("TrainJob", "TrainingRuntime", "ClusterTrainingRuntime", "JobSet")
 
 @dataclass(frozen=True)
 class Rule:
-    """One rule of a pack, as its index declares it."""
+    """One rule of a pack, as its index declares it (`defers_to`: the rules whose violation
+    at the same path of the same document replaces this rule's)."""
 
     id: str
     severity: str
     message: str
     applies_to: tuple[str, ...]
     pack: str
+    defers_to: tuple[str, ...] = ()
 
 
 @dataclass
@@ -132,7 +134,8 @@ class Loader:
                         cache.engine_stamp(cuelib.library_path()))
         spec = cueproc.PackSource(key, file, source, self.contract_source, self.settings)
         facts = self._facts(spec)
-        rules = {rid: Rule(rid, r["severity"], r["message"], tuple(r["appliesTo"]), path.stem)
+        rules = {rid: Rule(rid, r["severity"], r["message"], tuple(r["appliesTo"]), path.stem,
+                           tuple(r.get("defersTo") or ()))
                  for rid, r in facts["index"].items()}
         reads = facts["reads"]
         reads_trie = trie(reads.get("paths") or [], reads.get("shapes") or [])

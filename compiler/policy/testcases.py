@@ -6,6 +6,7 @@ A case is a YAML stream (runtimes and TrainJobs) whose leading comments say what
     # expect: fail            (the rule must fire) or pass (it must not)
     # values: {security: {allowedCapabilities: [NET_RAW]}}   (optional pack settings and
     #         exemptions, as in --policy-values)
+    # skip: security          (optional rule ids or packs left out, as --skip)
 
 The case is validated as `tjc validate` would (built-in runtimes available to resolve
 runtimeRefs) with the folder's packs and those settings, evaluated by CUE; where the packs'
@@ -40,6 +41,7 @@ class Case:
     rule: str
     expect: str
     values: dict[str, Any]
+    skip: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -67,8 +69,9 @@ def read_case(path: Path) -> Case:
         raise ValueError(f"{path}: the first comment lines must give `# rule: ID` and "
                          "`# expect: pass|fail`")
     values = yaml.safe_load(header["values"]) if header.get("values") else {}
+    skip = tuple(p.strip() for p in header.get("skip", "").split(",") if p.strip())
     return Case(path, header["rule"], header["expect"], values if isinstance(values, dict)
-                else {})
+                else {}, skip)
 
 
 def cases(folder: Path) -> list[Case]:
@@ -87,10 +90,9 @@ def run_case(case: Case, files: Sequence[Path]) -> Outcome:
         return Outcome(case, False, "; ".join(d.text() for d in exc.diagnostics))
     if case.rule not in {r for p in packs for r in p.rules}:
         return Outcome(case, False, f"no loaded pack defines rule {case.rule}")
-    found = _diagnostics(case, PolicySet(packs, settings=settings, exemptions=exemptions,
-                                         plans=False))
+    found = _diagnostics(case, PolicySet(packs, case.skip, settings, exemptions, plans=False))
     if any(p.plan.compiled for p in packs):
-        planned = _diagnostics(case, PolicySet(packs, settings=settings, exemptions=exemptions))
+        planned = _diagnostics(case, PolicySet(packs, case.skip, settings, exemptions))
         if planned != found:
             differ = next((d for d in planned + found if (d in planned) != (d in found)), None)
             return Outcome(case, False, "the compiled plans and CUE disagree"

@@ -1,9 +1,11 @@
 """What a policy rule sees of one document: the `input` of the policy contract.
 
 Besides the document itself (`object`), the views a rule needs most: every pod template
-(`pods`) and every container (`containers`) with its field path inside the document, and for a
-compiled JobSet the TrainJob it came from and totals over the job (`summary`). The same rule
-then reads a runtime and a JobSet alike. Pure functions of the data.
+(`pods`, with its metadata) and every container (`containers`) with its field path inside the
+document, the namespace its Pods run in with that Namespace's labels (`namespace`, from the
+Namespace objects of the inputs), and for a compiled JobSet the TrainJob it came from and
+totals over the job (`summary`). The same rule then reads a runtime and a JobSet alike. Pure
+functions of the data.
 """
 
 from __future__ import annotations
@@ -74,14 +76,20 @@ def _meta(obj: Obj) -> Obj:
             "annotations": {str(k): str(v) for k, v in _dict(meta.get("annotations")).items()}}
 
 
-def policy_input(kind: str, obj: Obj, trainjob: Obj | None = None) -> Obj:
+def policy_input(kind: str, obj: Obj, trainjob: Obj | None = None,
+                 namespaces: dict[str, dict[str, str]] | None = None) -> Obj:
     """The `input` a rule sees for one document (a JobSet also gets its TrainJob): every pod
-    template, every container and (for a JobSet) the totals, in one pass over the
-    replicatedJobs."""
+    template, every container, the namespace with its labels (from `namespaces`, by name)
+    and (for a JobSet) the totals, in one pass over the replicatedJobs."""
     out, totals = _input(kind, obj)
+    owner = _meta(obj)
     if kind == "JobSet":
         out["trainJob"] = _meta(trainjob or {})
         out["summary"] = {"numNodes": totals[0], "gpus": totals[1], "replicatedJobs": totals[2]}
+        owner = out["trainJob"] if out["trainJob"]["namespace"] else owner
+    name = "" if kind == "ClusterTrainingRuntime" else owner["namespace"]
+    labels = (namespaces or {}).get(name) if name else None
+    out["namespace"] = {"name": name, "labels": dict(labels or {})}
     return out
 
 
@@ -99,18 +107,20 @@ def _input(kind: str, obj: Obj) -> tuple[Obj, list[int]]:
     return {"kind": kind, "object": obj, "pods": pods, "containers": containers}, totals
 
 
-def _parts(job: Obj) -> tuple[Any, Any, str]:
-    """A replicatedJob's Job spec, pod spec and ancestor label ("" if none)."""
+def _parts(job: Obj) -> tuple[Any, Any, str, Obj]:
+    """A replicatedJob's Job spec, pod spec, ancestor label ("" if none) and pod template
+    metadata ({} if none)."""
     template = job.get("template")
     if not isinstance(template, dict):
-        return None, None, ""
+        return None, None, "", {}
     job_spec = template.get("spec")
-    pod = job_spec.get("template") if isinstance(job_spec, dict) else None
-    pod = pod.get("spec") if isinstance(pod, dict) else None
+    pod_template = job_spec.get("template") if isinstance(job_spec, dict) else None
+    pod = pod_template.get("spec") if isinstance(pod_template, dict) else None
+    pod_meta = pod_template.get("metadata") if isinstance(pod_template, dict) else None
     meta = template.get("metadata")
     labels = meta.get("labels") if isinstance(meta, dict) else None
     ancestor = labels.get(ANCESTOR_LABEL) if isinstance(labels, dict) else None
-    return job_spec, pod, ancestor if isinstance(ancestor, str) else ""
+    return job_spec, pod, ancestor if isinstance(ancestor, str) else "", _dict(pod_meta)
 
 
 def _job(kind: str, path: Path, job: Obj, views: tuple[list[Obj], list[Obj]],
@@ -118,12 +128,12 @@ def _job(kind: str, path: Path, job: Obj, views: tuple[list[Obj], list[Obj]],
     """One replicatedJob's pod template and containers, and (for a JobSet) its share of the
     totals, as `policy_input` has them."""
     pods, containers = views
-    job_spec, pod, ancestor = _parts(job)
+    job_spec, pod, ancestor, pod_meta = _parts(job)
     name = str(job.get("name", ""))
     pod_path = (*path, "template", "spec", "template", "spec")
     if isinstance(pod, dict):
         pods.append({"path": list(pod_path), "jobPath": list(path), "job": name,
-                     "ancestor": ancestor, "spec": pod})
+                     "ancestor": ancestor, "metadata": pod_meta, "spec": pod})
         for field, init in _LISTS:
             for i, container in enumerate(_list(pod.get(field))):
                 if isinstance(container, dict):

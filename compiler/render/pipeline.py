@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from compiler.common.diagnostics import Diagnostic
 from compiler.core.context import CompileOptions
 from compiler.core.release import DEFAULT as DEFAULT_RELEASE
-from compiler.io.inputs import JOBSET, classified, runtime_table
+from compiler.io.inputs import JOBSET, Namespaces, classified, runtime_table
 from compiler.io.loader import Document, Source
 from compiler.io.placement import Placement
 from compiler.pipeline.names import Names
@@ -40,7 +40,10 @@ def render_stream(sources: Iterable[Source], builtin: Sequence[Document] = (),
     `placement`: the namespace the inputs are applied into. The Kubeflow Trainer release is
     `options.trainer_version`'s (`builtin` should be its built-in runtimes:
     `compiler.io.builtin.builtin_runtimes(version)`)."""
-    table, notes = runtime_table(sources, builtin, placement)
+    namespaces = Namespaces()
+    table, notes = runtime_table(sources, builtin, placement, namespaces)
+    if policies is not None:
+        policies.use_namespaces(namespaces.labels)
     yield from notes
     session = Session(table, policies=policies,
                       fields=options.field_validation if options is not None else "strict",

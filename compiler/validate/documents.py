@@ -18,7 +18,7 @@ from compiler.common.jsondata import Obj
 from compiler.core.release import DEFAULT as DEFAULT_RELEASE
 from compiler.core.release import Release, release_of
 from compiler.core.resolve import ObjectKey, object_key, runtime_key
-from compiler.io.inputs import JOBSET, classified, runtime_table
+from compiler.io.inputs import JOBSET, Namespaces, classified, runtime_table
 from compiler.io.loader import Document, Source, iter_source
 from compiler.io.placement import Placement, in_namespace
 from compiler.kube.releases import DEFAULT as DEFAULT_VERSION
@@ -55,8 +55,11 @@ def prepare(sources: Iterable[Source], builtin: Sequence[Document] = (),
     """The first pass: a pipeline session over the runtimes of the inputs and the built-in ones,
     with the previous versions (all as placed, see `validate_source`); and the
     problems found on the way (duplicate runtimes, unreadable previous versions), to report
-    first."""
-    table, notes = runtime_table(sources, builtin, placement)
+    first. The policies learn the labels of the inputs' Namespace objects."""
+    namespaces = Namespaces()
+    table, notes = runtime_table(sources, builtin, placement, namespaces)
+    if policies is not None:
+        policies.use_namespaces(namespaces.labels)
     old, problems = previous_versions(previous, placement)
     return Session(table, old, policies, release=release), notes + problems
 

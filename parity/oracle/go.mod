@@ -1,6 +1,7 @@
 // The test oracle: Kubeflow Trainer v2.3.0's own code (API server create path for its CRDs,
 // admission webhooks, runtime framework), k8s.io/apimachinery and k8s.io/client-go (the
-// kubeconfig check), and k8s.io/kubernetes (kube-apiserver's Job and Pod validation), pinned.
+// kubeconfig check), k8s.io/kubernetes (kube-apiserver's Job and Pod validation) and
+// k8s.io/pod-security-admission (the Pod Security Standards' checks), pinned.
 // Built by build.sh.
 //
 // k8s.io/kubernetes requires its staging modules at v0.0.0 and replaces them with its own
@@ -18,6 +19,7 @@ require (
 	k8s.io/apiserver v0.36.2
 	k8s.io/client-go v0.36.2
 	k8s.io/kubernetes v1.36.2
+	k8s.io/pod-security-admission v0.36.2
 	k8s.io/utils v0.0.0-20260210185600-b8788abfbbc2
 	sigs.k8s.io/controller-runtime v0.24.1
 	sigs.k8s.io/jobset v0.12.0

@@ -1,7 +1,8 @@
 // Command oracle answers, one JSON request per stdin line, what Kubeflow Trainer (the release
 // go.mod pins: v2.3.0 here, another served release with releases/<version>/go.mod),
-// k8s.io/apimachinery, k8s.io/client-go and kube-apiserver's Job and Pod validation
-// (k8s.io/kubernetes) do with an input: the test oracle of trainjob-compiler's parity tests
+// k8s.io/apimachinery, k8s.io/client-go, kube-apiserver's Job and Pod validation
+// (k8s.io/kubernetes) and the Pod Security Standards (k8s.io/pod-security-admission) do with
+// an input: the test oracle of trainjob-compiler's parity tests
 // (and of the controller's kubeconfig reading).
 //
 //	oracle -crds DIR < requests.jsonl > answers.jsonl
@@ -27,6 +28,10 @@
 //	          with the effective insecure and token-present flags, or the error.
 //	modules   {}: the versions of the modules the binary is built from (Trainer, JobSet,
 //	          k8s.io/api, k8s.io/kubernetes, controller-runtime).
+//	pss       {"pods": [{"metadata": {...}, "spec": {...}}, ...], "levels": ["baseline",
+//	          "restricted"], "raw": false}: k8s.io/pod-security-admission's verdict on each
+//	          pod (as the API server stores it, unless raw) at each level, version latest:
+//	          the checks evaluated and the failed ones by check id (pss.go).
 package main
 
 import (
@@ -49,6 +54,9 @@ type request struct {
 	Path     string            `json:"path"`
 	Spec     json.RawMessage   `json:"spec"`
 	Name     string            `json:"name"`
+	Pods     []json.RawMessage `json:"pods"`
+	Levels   []string          `json:"levels"`
+	Raw      bool              `json:"raw"`
 }
 
 func main() {
@@ -99,6 +107,8 @@ func serve(kinds map[string]*crdKind, req *request) any {
 		return kubeconfig(req.Path)
 	case "modules":
 		return modules()
+	case "pss":
+		return podSecurity(req.Pods, req.Levels, req.Raw)
 	}
 	return map[string]string{"fatal": "unknown op " + req.Op}
 }

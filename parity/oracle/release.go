@@ -10,6 +10,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/pod-security-admission/policy"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobset "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
@@ -72,4 +73,10 @@ func addClaimVolumes(job *batchv1.Job, js *jobset.JobSet) {
 			}})
 		}
 	}
+}
+
+// newPodSecurityEvaluator: k8s.io/pod-security-admission's evaluator; its emulated version
+// (nil: the binary's own) is an argument since Kubernetes 1.35.
+func newPodSecurityEvaluator(checks []policy.Check) (policy.Evaluator, error) {
+	return policy.NewEvaluator(checks, nil)
 }

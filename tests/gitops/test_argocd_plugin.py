@@ -36,6 +36,7 @@ def test_allowed_app_args_become_render_arguments() -> None:
     ("--skip images", "--skip", "the policies are the platform's"),
     ("--skip=images", "--skip=images", "the policies are the platform's"),
     ("--policy-values=/etc/x.yaml", "--policy-values=/etc/x.yaml", "the platform's"),
+    ("--pss-level privileged", "--pss-level", "the policies are the platform's"),
     ("--policy team/", "--policy", "TJC_POLICY, TJC_POLICY_VALUES, TJC_SKIP"),
     ("-q --no-default-policies", "--no-default-policies", "the policies are the platform's"),
     ("--no-validate", "--no-validate", "cannot be turned off"),

@@ -61,7 +61,7 @@ def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, 
 def test_builtin_packs_pass_their_own_cases(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(["policies", "test"], capsys)
     assert code == 0, out
-    assert "32/32 cases passed" in out
+    assert "77/77 cases passed" in out
 
 
 def test_every_builtin_rule_is_listed(capsys: pytest.CaptureFixture[str]) -> None:
@@ -72,7 +72,7 @@ def test_every_builtin_rule_is_listed(capsys: pytest.CaptureFixture[str]) -> Non
     assert rules["security.run-as-non-root"]["severity"] == "warn"
     assert rules["images.tag"]["severity"] == "warn"
     assert {r["pack"] for r in rules.values()} == {"security", "resources", "scheduling",
-                                                   "images"}
+                                                   "images", "pss"}
 
 
 def test_show_prints_the_rule_source(capsys: pytest.CaptureFixture[str]) -> None:

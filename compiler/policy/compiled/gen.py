@@ -6,28 +6,34 @@ it is made. Whatever else the rule holds (helper structs, lazy lists, nested com
 is the closure `exprs.Compiler` makes for it, called with the environment, which the generated
 code keeps in step with its locals (each binding is also written to `env` under its key). The
 meaning is the closures' (the same `ops` functions); only the calls between them go. An error
-raises `Bottom` or `Unsure` out of the function, which hands the rule to CUE, as before.
+raises `Bottom` or `Unsure` out of the function, which hands the rule to CUE, as before. The
+test of a comprehension's first `if` that reads only the file's fields and the settings is
+also made a function of its own (`guard_function`), which `plan` works out once per input for
+every rule that opens with it, and runs no rule it closes.
 """
 
 from __future__ import annotations
 
 import itertools
 import operator
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from compiler.policy.compiled import builtins as bi
 from compiler.policy.compiled import ops
 from compiler.policy.compiled.exprs import FILE
-from compiler.policy.compiled.values import Env, equal, spend
+from compiler.policy.compiled.values import INPUT, SETTINGS, Env, equal, spend
 
 if TYPE_CHECKING:
     from compiler.policy.compiled.exprs import Compiler, Scope
 
 Node = dict[str, Any]
 _FILLED = {"input": "_input", "settings": "_settings"}  # the file's fields the engine fills
+_ENGINE = (("_top", FILE), ("_input", INPUT), ("_settings", SETTINGS))  # in a rule's env
 _BOOLEAN = ("_present(", "(not _present(", "_eq(", "(not _eq(", "_negate(", "_and(", "_or(",
-            "(_is(")  # generated code that gives a bool (or raises)
+            "(_is(", "(not (_is(", "((_q", "(not ((_q")  # generated code that gives a bool
+# (or raises); `_q` names only `_equal`'s comparisons
 
 
 def _values(value: Any) -> Any:
@@ -47,7 +53,30 @@ HELPERS: dict[str, Any] = {
     "_MISSING": ops.MISSING, "_tent": ops.tentative, "_text": ops.text,
     "_negate": ops.negate, "_minus": ops.minus, "_joined": ops.joined, "_spend": spend,
     "_and": ops.BINARY["&&"], "_or": ops.BINARY["||"], "_is": operator.is_,
+    "_binop": ops.BINARY,
 }
+
+
+# What a guard may name: the file's struct, the settings, pure helpers, its own temporaries.
+_GUARD_NAMES = frozenset({"_top", "field", "_settings", "__class__", "str", "int", "bool",
+                          "_eq", "_cond", "_is", "_negate", "_and", "_or", "_present", "_sel",
+                          "_walk", "_reach", "_MISSING", "_tent", "_text", "_joined",
+                          "_binop", "_minus"})
+_TEMP = re.compile(r"_[qt]\d+")
+
+
+def guard_function(test: str) -> Callable[[Any, Any], Any] | None:
+    """A rule's test as a function of the file's struct and the settings, when it reads
+    nothing else (no loop variable, no closure called with the environment, not the input
+    but through the file's fields): then it is the same for every rule that has it."""
+    code = compile(f"def _guard(_top, _settings):\n return {test}", "<guard>", "exec")
+    body = next(c for c in code.co_consts if hasattr(c, "co_names"))
+    if not all(n in _GUARD_NAMES or _TEMP.fullmatch(n) for n in body.co_names):
+        return None
+    space: dict[str, Any] = dict(HELPERS)
+    exec(code, space)
+    fn: Callable[[Any, Any], Any] = space["_guard"]
+    return fn
 
 
 class Generator:
@@ -59,6 +88,7 @@ class Generator:
         self.locals: dict[Any, str] = {}  # binding key -> Python local
         self.count = itertools.count()
         self.lines: list[str] = []
+        self.guards: tuple[str, ...] | None = None
 
     def const(self, value: Any) -> str:
         self.constants.append(value)
@@ -73,16 +103,24 @@ class Generator:
         return f"{self.const(fn)}({env})"
 
     def rule(self, node: Node, scope: Scope, name: str) -> Callable[[Env], Any]:
-        """The function of a rule whose `violations` is the list literal `node`."""
-        top = self.const(FILE)
-        self.lines = ["def _rule(env):", " out = []", " append = out.append",
-                      f" _input = env[{top}].field('input')",
-                      f" _settings = env[{top}].field('settings')"]
+        """The function of a rule whose `violations` is the list literal `node`. The
+        engine's `input` and `settings` are in the environment (`INPUT`, `SETTINGS`), and
+        the file's struct is `_top`, whose fields the code reads directly. When every
+        element is a comprehension that opens with an `if`, `guards` holds their tests."""
+        self.lines = []
+        guards: list[str] | None = []
         for elt in node["elts"]:
+            first = None
             if elt["t"] == "Comprehension":
-                self.comprehension(elt, scope, 1)
+                first = self.comprehension(elt, scope, 1)
             else:
                 self.lines.append(f" append({self.element(elt, scope)})")
+            guards = [*guards, first] if guards is not None and first is not None else None
+        self.guards = tuple(guards) if guards else None
+        head = ["def _rule(env):", " out = []", " append = out.append"]
+        head += [f" {local} = env[{self.const(key)}]" for local, key in _ENGINE
+                 if any(local in line for line in self.lines)]
+        self.lines[:0] = head
         self.lines.append(" return out")
         space: dict[str, Any] = {**HELPERS, "_k": self.constants}
         exec(compile("\n".join(self.lines), f"<rule {name}>", "exec"), space)
@@ -90,16 +128,23 @@ class Generator:
         return fn
 
     # --- statements ------------------------------------------------------------------
-    def comprehension(self, node: Node, scope: Scope, depth: int) -> None:
+    def comprehension(self, node: Node, scope: Scope, depth: int) -> str | None:
+        """Writes the comprehension's statements; returns the test of its first clause when
+        that is an `if` (None otherwise): a guard, if `guard_function` makes one of it."""
         from compiler.policy.compiled.exprs import Scope as ScopeClass
 
-        pad = " " * depth
+        pad, guard = " " * depth, None
         for clause in node["clauses"]:
             t = clause["t"]
-            if t == "If":
-                cond = self.x(clause["cond"], scope)
-                test = cond if cond.startswith(_BOOLEAN) else f"_cond({cond})"
-                self.lines.append(f"{pad}if {test}:")
+            if t == "If" and clause is node["clauses"][0]:
+                # its temporaries numbered from 0, so that equal tests are equal texts (a
+                # temporary is read only right after it is set: names may repeat)
+                counter, self.count = self.count, itertools.count()
+                guard = self._test(clause, scope)
+                self.count = counter
+                self.lines.append(f"{pad}if {guard}:")
+            elif t == "If":
+                self.lines.append(f"{pad}if {self._test(clause, scope)}:")
             elif t == "Let":
                 key, var = object(), self.local()
                 self.lines.append(f"{pad}{var} = {self.x(clause['expr'], scope)}")
@@ -119,6 +164,11 @@ class Generator:
             self.lines.append(f"{pad}append({self.element(elts[0]['expr'], scope)})")
         else:
             self.lines.append(f"{pad}append({self.element(value, scope)})")
+        return guard
+
+    def _test(self, clause: Node, scope: Scope) -> str:
+        cond = self.x(clause["cond"], scope)
+        return cond if cond.startswith(_BOOLEAN) else f"_cond({cond})"
 
     def _for(self, clause: Node, scope: Scope, pad: str) -> Scope:
         source = clause["source"]
@@ -182,9 +232,9 @@ class Generator:
         found = scope.lookup(node["name"])
         if found is not None and found[0] == "var" and found[1] in self.locals:
             return self.locals[found[1]]
-        if found is not None and found[:2] == ("field", FILE) and found[2] in _FILLED:
+        if found is not None and found[:2] == ("field", FILE):
             self.compiler.expr(node, scope)  # (records the read)
-            return _FILLED[found[2]]
+            return _FILLED.get(found[2]) or f"_top.field({found[2]!r})"
         return None
 
     def _chain(self, node: Node, scope: Scope) -> tuple[str, tuple[str, ...]] | None:
@@ -237,7 +287,7 @@ class Generator:
         fn = ops.BINARY.get(op)
         if fn is None or op == "&":
             return None
-        name = {"&&": "_and", "||": "_or"}.get(op) or self.const(fn)
+        name = {"&&": "_and", "||": "_or"}.get(op) or f"_binop[{op!r}]"
         return f"{name}({self.x(left, scope)}, {self.x(right, scope)})"
 
     def _equal(self, left: Node, right: Node, scope: Scope) -> str:
@@ -247,7 +297,7 @@ class Generator:
         x, y = self.x(left, scope), self.x(right, scope)
         if right["t"] != "Lit":
             return f"_eq({x}, {y})"
-        tmp, kind = f"_t{next(self.count)}", right["kind"]
+        tmp, kind = f"_q{next(self.count)}", right["kind"]
         if kind == "null":
             return f"(_is({tmp} := {x}, None) or _eq({tmp}, None))"
         plain = {"string": "str", "int": "int", "bool": "bool"}[kind]

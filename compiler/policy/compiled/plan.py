@@ -7,7 +7,11 @@ the file, helper structs such as an image reference parser, lets) are inside the
 the rule are plain literals; otherwise `reasons` says why and CUE evaluates it. Running a
 compiled rule on an input gives its violations, or hands the rule to CUE for that input when
 the plan meets what it does not model (`Unsure`) or what CUE reports as the rule's error
-(`Bottom`). The plans are checked against CUE by `tjc policies test` and the property tests.
+(`Bottom`). A rule whose every element opens with a guard (a first `if` that reads only the
+file's fields and the settings: a level, a setting that turns the rule on) gives nothing for
+an input where none of its guards holds, and is not run; a guard is worked out once per input
+for every rule that has it. The plans are checked against CUE by `tjc policies test` and the
+property tests.
 """
 
 from __future__ import annotations
@@ -16,8 +20,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from compiler.policy.compiled.exprs import FILE, Compiler, NotCompiled, Unit
-from compiler.policy.compiled.gen import Generator
+from compiler.policy.compiled.gen import Generator, guard_function
 from compiler.policy.compiled.values import (
+    INPUT,
+    SETTINGS,
     STEPS,
     Bottom,
     Env,
@@ -29,7 +35,8 @@ from compiler.policy.compiled.values import (
     settings_data,
 )
 
-Found = list[tuple[tuple[Any, ...], str | None]]
+Found = list[tuple[tuple[Any, ...], str | None, str]]  # path, message, own severity ("")
+Guard = Callable[[Any, Any], Any]  # a rule's guard, of the file's struct and the settings
 SPECIAL = {"input": "input", "settings": "settings"}
 
 
@@ -42,6 +49,9 @@ class PackPlan:
         self.compiled: frozenset[str] = frozenset()
         self.file: Any = None
         self.decided = self.handed = 0  # rule runs the plan decided, and handed to CUE
+        self.guards: dict[str, tuple[Guard, ...]] = {}  # by rule: tests that open it
+        self._grouped: dict[tuple[str, ...], list[tuple[tuple[Guard, ...] | None,
+                                                       list[str]]]] = {}
         if not isinstance(syntax, dict) or syntax.get("t") != "File":
             self.reasons = {rid: "the pack's syntax is not available" for rid in rule_ids}
             return
@@ -52,12 +62,16 @@ class PackPlan:
             self.reasons = {rid: f"the file: {exc}" for rid in rule_ids}
             return
         self.entries: dict[str, Callable[[Env], Any] | None] = {}
+        made: dict[str, Guard | None] = {}  # one function per guard text
         for rid in rule_ids:
             reason = _reason(compiler, syntax, rid, self.file.impure)
             if reason:
                 self.reasons[rid] = reason
-            else:
-                self.entries[rid] = _entry(compiler, syntax, rid)
+                continue
+            self.entries[rid], tests = _entry(compiler, syntax, rid)
+            guards = [_made(made, test) for test in tests or ()]
+            if guards and None not in guards:  # (each once: rules that share one, share it)
+                self.guards[rid] = tuple(dict.fromkeys(g for g in guards if g is not None))
         self.compiled = frozenset(self.entries)
         labels = {label for key, label in compiler.deps if key == FILE and label[:1] != "\0"}
         self.static = _Static(Struct([(self.file, {})], {"settings": self.settings}),
@@ -69,18 +83,51 @@ class PackPlan:
         """Each compiled rule's violations of one input (None: CUE decides this rule)."""
         top = Struct([(self.file, {})], _TopData(self.static, inp, self.settings))
         out: dict[str, Found | None] = {}
-        for rid in rule_ids:
-            entry = self.entries[rid]
-            env = {FILE: top, STEPS: [0]}
-            try:
-                value = entry(env) if entry is not None else \
-                    top.field("rules").field(rid).field("violations")
-                out[rid] = _violations(value)
-                self.decided += 1
-            except (Bottom, Unsure, RecursionError):
-                out[rid] = None
-                self.handed += 1
+        for guards, rids in self._gates(rule_ids):
+            if guards is not None and not self._opens(guards, top):
+                for rid in rids:
+                    out[rid] = []  # (what the rule gives: every element behind a false guard)
+                self.decided += len(rids)
+                continue
+            for rid in rids:
+                out[rid] = self._run(rid, top, inp)
         return out
+
+    def _gates(self, rule_ids: Sequence[str]) -> list[tuple[tuple[Guard, ...] | None, list[str]]]:
+        """The rules by their guards (None: a rule without), each guard worked out once per
+        input; the order between rules does not matter (each is a function of the input)."""
+        key = tuple(rule_ids)
+        found = self._grouped.get(key)
+        if found is None:
+            groups: dict[tuple[Guard, ...] | None, list[str]] = {}
+            for rid in key:
+                groups.setdefault(self.guards.get(rid), []).append(rid)
+            found = self._grouped[key] = list(groups.items())
+        return found
+
+    def _run(self, rid: str, top: Struct, inp: dict[str, Any]) -> Found | None:
+        entry = self.entries[rid]
+        env = {FILE: top, STEPS: [0], INPUT: inp, SETTINGS: self.settings}
+        try:
+            value = entry(env) if entry is not None else \
+                top.field("rules").field(rid).field("violations")
+            found = _violations(value) if value else []
+        except (Bottom, Unsure, RecursionError):
+            self.handed += 1
+            return None
+        self.decided += 1
+        return found
+
+    def _opens(self, guards: tuple[Guard, ...], top: Struct) -> bool:
+        """Whether one of a rule's guards holds for this input (the file's fields they read
+        are kept in `top`). A guard that errs counts as holding: the rule then decides."""
+        for guard in guards:
+            try:
+                if guard(top, self.settings):
+                    return True
+            except (Bottom, Unsure, RecursionError):
+                return True
+        return False
 
 
 class _Static:
@@ -110,9 +157,11 @@ class _TopData(dict[str, Any]):
         return self.static.top.field(label)
 
 
-def _entry(compiler: Compiler, syntax: dict[str, Any], rid: str) -> Callable[[Env], Any] | None:
-    """The rule's `violations`, built at once in the file's environment; None when it
-    reads fields of the rule's own struct (then it is read through the structs)."""
+def _entry(compiler: Compiler, syntax: dict[str, Any], rid: str
+           ) -> tuple[Callable[[Env], Any] | None, tuple[str, ...] | None]:
+    """The rule's `violations`, built at once in the file's environment (None when it
+    reads fields of the rule's own struct: then it is read through the structs), and its
+    generated function's guards (`Generator.rule`)."""
     for rules in (d["value"] for d in syntax["decls"] if _field(d, "rules")):
         for body in (d["value"] for d in rules["elts"] if _field(d, rid)):
             found = [d for d in body["elts"] if _field(d, "violations")]
@@ -121,12 +170,21 @@ def _entry(compiler: Compiler, syntax: dict[str, Any], rid: str) -> Callable[[En
             keys = {compiler.node_keys[id(rules)], compiler.node_keys[id(body)]}
             unit = (compiler.node_keys[id(body)], "violations")
             if any(k in keys for k, _ in _reach(compiler, unit) - {unit}):
-                return None
+                return None, None
             node, scope = found[0]["value"], compiler.scopes[unit[0]]
             if node["t"] == "List":
-                return Generator(compiler).rule(node, scope, rid)
-            return compiler.eager(node, scope)
-    return None
+                gen = Generator(compiler)
+                return gen.rule(node, scope, rid), gen.guards
+            return compiler.eager(node, scope), None
+    return None, None
+
+
+def _made(made: dict[str, Guard | None], test: str) -> Guard | None:
+    """The guard of a test (None when it is none), made once per text (equal texts are
+    equal tests: a guard names nothing but the file's struct, the settings and helpers)."""
+    if test not in made:
+        made[test] = guard_function(test)
+    return made[test]
 
 
 def _reach(compiler: Compiler, start: Unit) -> set[Unit]:
@@ -153,12 +211,14 @@ def _violations(value: Any) -> Found:
             raise Unsure  # the contract refuses it: CUE reports the rule's error
         data = force(item)
         path, message = data.get("path"), data.get("message")
+        severity = data.get("severity", "")
         if not isinstance(path, list) or \
                 any(isinstance(p, bool) or not isinstance(p, (str, int)) for p in path) or \
                 (message is not None and not isinstance(message, str)) or \
-                ("message" in data and message is None):
+                ("message" in data and message is None) or \
+                severity not in ("", "deny", "warn") or ("severity" in data and not severity):
             raise Unsure
-        found.append((tuple(path), message))
+        found.append((tuple(path), message, severity))
     return found
 
 

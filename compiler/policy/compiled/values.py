@@ -28,6 +28,7 @@ SizedT = TypeVar("SizedT", bound=Sized)
 MAX_SIZE = 1 << 20
 MAX_STEPS = 1 << 18
 STEPS = object()  # the environment's key of the run's iteration count (a one-item list)
+INPUT, SETTINGS = object(), object()  # where a generated rule finds the engine's data
 
 
 def sized(value: SizedT) -> SizedT:

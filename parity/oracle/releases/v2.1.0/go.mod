@@ -14,6 +14,7 @@ require (
 	k8s.io/apiserver v0.34.1
 	k8s.io/client-go v0.34.1
 	k8s.io/kubernetes v1.34.1
+	k8s.io/pod-security-admission v0.0.0
 	k8s.io/utils v0.0.0-20250604170112-4c0f3b243397
 	sigs.k8s.io/controller-runtime v0.22.3
 	sigs.k8s.io/jobset v0.10.1

@@ -7,6 +7,7 @@ import (
 	"context"
 
 	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/pod-security-admission/policy"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobset "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
@@ -45,3 +46,9 @@ func managedExternally(*trainer.TrainJob) bool {
 
 // addClaimVolumes: JobSet v0.10 has no volumeClaimPolicies.
 func addClaimVolumes(*batchv1.Job, *jobset.JobSet) {}
+
+// newPodSecurityEvaluator: k8s.io/pod-security-admission's evaluator, without the emulated
+// version argument of Kubernetes 1.35.
+func newPodSecurityEvaluator(checks []policy.Check) (policy.Evaluator, error) {
+	return policy.NewEvaluator(checks)
+}

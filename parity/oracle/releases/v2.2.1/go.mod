@@ -14,6 +14,7 @@ require (
 	k8s.io/apiserver v0.36.0
 	k8s.io/client-go v0.36.0
 	k8s.io/kubernetes v1.36.0
+	k8s.io/pod-security-admission v0.0.0
 	k8s.io/utils v0.0.0-20260210185600-b8788abfbbc2
 	sigs.k8s.io/controller-runtime v0.24.0
 	sigs.k8s.io/jobset v0.11.1
