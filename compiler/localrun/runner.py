@@ -61,14 +61,18 @@ class _Attempt:
     def step(self) -> tuple[bool, str] | None:
         """Start what may start, collect exits; (succeeded, reason) once the set is done."""
         self._start_ready()
+        running = False  # (one poll per process: one that exits after it is seen next step)
         for name, proc in self.procs.items():
-            if name not in self.codes and proc.poll() is not None:
-                self.codes[name] = proc.returncode
-                if proc.returncode != 0:
-                    return False, f"pod {name} failed with exit code {proc.returncode}"
+            code = proc.poll()
+            if code is None:
+                running = True
+            elif name not in self.codes:
+                self.codes[name] = code
+                if code != 0:
+                    return False, f"pod {name} failed with exit code {code}"
         if self._succeeded():
             return True, "success policy met"
-        if not any(p.poll() is None for p in self.procs.values()) and not self._startable():
+        if not running and not self._startable():
             return False, "nothing is running and no replicated job can start"
         return None
 

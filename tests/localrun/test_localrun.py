@@ -285,3 +285,38 @@ def default_sigint() -> None:
     without job control inherits SIGINT ignored, and so would tjc, which then (rightly) would
     not stop on it: the test is about tjc's handling of a SIGINT it is sent."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+class _ExitsAfterFirstPoll:
+    """A pod process that is still running at its first poll and has exited 0 at the next:
+    it ends between two polls of one runner step (seen under load)."""
+
+    def __init__(self) -> None:
+        self.polls = 0
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        self.polls += 1
+        if self.polls > 1:
+            self.returncode = 0
+        return self.returncode
+
+
+def test_a_pod_exiting_during_a_step_is_not_taken_for_a_stalled_set(tmp_path: Path) -> None:
+    """One poll per process and step: a pod that exits 0 right after the runner saw it
+    running is collected at the next step and the set succeeds (before, the step's second
+    poll found nothing running and no exit code collected: "nothing is running and no
+    replicated job can start", a false failure)."""
+    import threading
+
+    from compiler.localrun import runner
+    from compiler.localrun.plan import LocalJob, LocalPod, Plan
+
+    pod = LocalPod(PodIdentity("tiny", "ns", "node", 1, 0, 0, 0, "default"), ["true"], {})
+    plan = Plan("tiny", [LocalJob("node", [pod])], False, "All", ["node"], 0)
+    attempt = runner._Attempt(plan, tmp_path, io.StringIO(), threading.Lock(),
+                              None)  # type: ignore[arg-type]
+    attempt.started.add("node")
+    attempt.procs[pod.name] = _ExitsAfterFirstPoll()  # type: ignore[assignment]
+    assert attempt.step() is None
+    assert attempt.step() == (True, "success policy met")
