@@ -52,20 +52,26 @@ def _env() -> dict[str, str]:
     return {**os.environ, "GOFLAGS": "-mod=readonly", "GO111MODULE": "on"}
 
 
-@functools.cache
-def module_dir(module: str, release: str | None = None) -> Path:
-    """The folder of `module` at the version `schemas/gotypes/go.mod` requires (or, for an
-    older Trainer `release`, `schemas/gotypes/releases/<release>.mod`)."""
-    out = subprocess.run([_go(), "mod", "download", *_modfile(release), "-json", module],
-                         cwd=GOMOD_DIR, env=_env(), capture_output=True, text=True, check=False)
+def _download(*args: str) -> dict[str, object]:
+    """`go mod download -json ARGS` in `schemas/gotypes/`: the module's JSON record (with
+    its `Dir`), or `UpstreamError` with Go's reason."""
+    out = subprocess.run([_go(), "mod", "download", "-json", *args], cwd=GOMOD_DIR,
+                         env=_env(), capture_output=True, text=True, check=False)
     try:
         info = json.loads(out.stdout or "{}")
     except ValueError:
         info = {}
     if out.returncode != 0 or "Dir" not in info:
-        raise UpstreamError(f"go mod download {module} failed: "
+        raise UpstreamError(f"go mod download {args[-1]} failed: "
                             f"{info.get('Error') or out.stderr.strip()}")
-    return Path(info["Dir"])
+    return dict(info)
+
+
+@functools.cache
+def module_dir(module: str, release: str | None = None) -> Path:
+    """The folder of `module` at the version `schemas/gotypes/go.mod` requires (or, for an
+    older Trainer `release`, `schemas/gotypes/releases/<release>.mod`)."""
+    return Path(str(_download(*_modfile(release), module)["Dir"]))
 
 
 @functools.cache
@@ -73,22 +79,10 @@ def pinned_dir(module: str, version: str, checksum: str) -> Path:
     """The folder of `module` at `version`, a module not in `schemas/gotypes/go.mod` (its
     requirements would move the pinned ones): downloaded by version and checked against
     `checksum` (go.sum's `h1:` hash of the module's files)."""
-    go = shutil.which("go")
-    if go is None:
-        raise UpstreamError("go not found; the pinned upstream modules need Go")
-    env = {**os.environ, "GOFLAGS": "-mod=readonly", "GO111MODULE": "on"}
-    out = subprocess.run([go, "mod", "download", "-json", f"{module}@{version}"],
-                         cwd=GOMOD_DIR, env=env, capture_output=True, text=True, check=False)
-    try:
-        info = json.loads(out.stdout or "{}")
-    except ValueError:
-        info = {}
-    if out.returncode != 0 or "Dir" not in info:
-        raise UpstreamError(f"go mod download {module}@{version} failed: "
-                            f"{info.get('Error') or out.stderr.strip()}")
+    info = _download(f"{module}@{version}")
     if info.get("Sum") != checksum:
         raise UpstreamError(f"{module}@{version}: checksum {info.get('Sum')}, pinned {checksum}")
-    return Path(info["Dir"])
+    return Path(str(info["Dir"]))
 
 
 def version(module: str) -> str:
