@@ -17,6 +17,7 @@ import pytest
 
 from compiler.cli.main import main
 from compiler.common.jsondata import Obj
+from compiler.policy.compiled.gen import Deferred
 from compiler.policy.compiled.plan import PackPlan
 from compiler.policy.engine import PolicySet, Violation
 from compiler.policy.packs import BUILTIN_DIR, Loader, Pack, Rule
@@ -201,6 +202,28 @@ def test_a_rule_runs_only_where_its_level_checks() -> None:
                            {"team-a": {ENFORCE: level}})
         assert plan.run(inp, ids) == {rid: [] for rid in ids}
         assert len(ran) == runs, (level, ran)
+
+
+def test_a_rule_is_compiled_at_its_first_run() -> None:
+    """A rule's written function is compiled when an input first opens it: at privileged
+    (the default) a run compiles none of the 19, at baseline its 12, and they are kept."""
+    plan = Loader().load(BUILTIN_DIR / "pss.cue").plan
+    js = pp.jobset({"spec": {"containers": [{"name": "node"}]}})
+    ids = sorted(plan.compiled)
+
+    def built() -> set[str]:
+        return {rid for rid, e in plan.entries.items() if not isinstance(e, Deferred)}
+    assert built() == set()
+    for level, count in (("privileged", 0), ("baseline", 12), ("privileged", 12)):
+        inp = policy_input("JobSet", js, {"metadata": {"namespace": "team-a"}},
+                           {"team-a": {ENFORCE: level}})
+        assert plan.run(inp, ids) == {rid: [] for rid in ids}
+        assert len(built()) == count, level
+    kept = {rid: plan.entries[rid] for rid in built()}
+    inp = policy_input("JobSet", js, {"metadata": {"namespace": "team-a"}},
+                       {"team-a": {ENFORCE: "baseline"}})
+    plan.run(inp, ids)
+    assert all(plan.entries[rid] is fn for rid, fn in kept.items())
 
 
 def test_policy_input_has_the_namespace_and_the_pod_metadata() -> None:

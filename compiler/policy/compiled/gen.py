@@ -79,6 +79,24 @@ def guard_function(test: str) -> Callable[[Any, Any], Any] | None:
     return fn
 
 
+class Deferred:
+    """A rule's written function, compiled from its text at the rule's first run: a rule
+    that no input of the run opens (behind a false guard, as the pss rules below the level
+    asked for) costs no `compile` at start-up."""
+
+    __slots__ = ("constants", "name", "source")
+
+    def __init__(self, source: str, name: str, constants: list[Any]) -> None:
+        self.source, self.name, self.constants = source, name, constants
+
+    def build(self) -> Callable[[Env], Any]:
+        """The function (compiled anew at each call: the plan keeps what it returns)."""
+        space: dict[str, Any] = {**HELPERS, "_k": self.constants}
+        exec(compile(self.source, f"<rule {self.name}>", "exec"), space)
+        fn: Callable[[Env], Any] = space["_rule"]
+        return fn
+
+
 class Generator:
     """Writes one rule's function; `constants` are what the code refers to as `_k[i]`."""
 
@@ -102,7 +120,7 @@ class Generator:
         env = "dict(env)" if self.compiler.captures != before else "env"
         return f"{self.const(fn)}({env})"
 
-    def rule(self, node: Node, scope: Scope, name: str) -> Callable[[Env], Any]:
+    def rule(self, node: Node, scope: Scope, name: str) -> Deferred:
         """The function of a rule whose `violations` is the list literal `node`. The
         engine's `input` and `settings` are in the environment (`INPUT`, `SETTINGS`), and
         the file's struct is `_top`, whose fields the code reads directly. When every
@@ -122,10 +140,7 @@ class Generator:
                  if any(local in line for line in self.lines)]
         self.lines[:0] = head
         self.lines.append(" return out")
-        space: dict[str, Any] = {**HELPERS, "_k": self.constants}
-        exec(compile("\n".join(self.lines), f"<rule {name}>", "exec"), space)
-        fn: Callable[[Env], Any] = space["_rule"]
-        return fn
+        return Deferred("\n".join(self.lines), name, self.constants)
 
     # --- statements ------------------------------------------------------------------
     def comprehension(self, node: Node, scope: Scope, depth: int) -> str | None:

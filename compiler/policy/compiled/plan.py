@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from compiler.policy.compiled.exprs import FILE, Compiler, NotCompiled, Unit
-from compiler.policy.compiled.gen import Generator, guard_function
+from compiler.policy.compiled.gen import Deferred, Generator, guard_function
 from compiler.policy.compiled.values import (
     INPUT,
     SETTINGS,
@@ -61,7 +61,7 @@ class PackPlan:
         except (NotCompiled, KeyError, TypeError) as exc:
             self.reasons = {rid: f"the file: {exc}" for rid in rule_ids}
             return
-        self.entries: dict[str, Callable[[Env], Any] | None] = {}
+        self.entries: dict[str, Callable[[Env], Any] | Deferred | None] = {}
         made: dict[str, Guard | None] = {}  # one function per guard text
         for rid in rule_ids:
             reason = _reason(compiler, syntax, rid, self.file.impure)
@@ -107,6 +107,8 @@ class PackPlan:
 
     def _run(self, rid: str, top: Struct, inp: dict[str, Any]) -> Found | None:
         entry = self.entries[rid]
+        if isinstance(entry, Deferred):  # (its first run: compiled once, kept)
+            entry = self.entries[rid] = entry.build()
         env = {FILE: top, STEPS: [0], INPUT: inp, SETTINGS: self.settings}
         try:
             value = entry(env) if entry is not None else \
@@ -158,7 +160,7 @@ class _TopData(dict[str, Any]):
 
 
 def _entry(compiler: Compiler, syntax: dict[str, Any], rid: str
-           ) -> tuple[Callable[[Env], Any] | None, tuple[str, ...] | None]:
+           ) -> tuple[Callable[[Env], Any] | Deferred | None, tuple[str, ...] | None]:
     """The rule's `violations`, built at once in the file's environment (None when it
     reads fields of the rule's own struct: then it is read through the structs), and its
     generated function's guards (`Generator.rule`)."""
