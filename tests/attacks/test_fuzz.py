@@ -8,6 +8,7 @@ must keep the promises of `tests.fuzz.harness.problems`.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 
@@ -81,4 +82,16 @@ def test_the_harness_sees_broken_promises() -> None:
 @given(case=fs.differential_cases())
 def test_one_verdict_from_every_tool(worker: Worker, case: Case) -> None:
     """validate, render, krm and the library refuse the same documents."""
+    _check(worker, case)
+
+
+def test_a_string_yaml_1_1_reads_as_a_boolean_reaches_krm_quoted(worker: Worker) -> None:
+    """Found by the campaign: `"apiVersion": "Y"` is a string for validate and render (JSON),
+    and must reach krm as an orchestrator writes it (quoted; yaml.v3 quotes YAML 1.1's
+    booleans), not as PyYAML does (plain `Y`, a boolean for sigs.k8s.io/yaml)."""
+    doc = ('{"apiVersion": "Y", "kind": "TrainJob", "metadata": {"name": "a", "namespace": "d"},'
+           ' "spec": {"runtimeRef": {"name": "torch-distributed"}}}\n')
+    case = Case("differential", ["trainjob.yaml"], {"trainjob.yaml": doc})
+    outcome = worker.run(case)
+    assert json.loads(outcome.stdout) == {"validate": 0, "render": 0, "krm": 0}
     _check(worker, case)

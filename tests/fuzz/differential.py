@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -82,12 +83,22 @@ def _representable(docs: list[Any]) -> bool:
     return True
 
 
+class _OrchestratorDumper(yaml.CSafeDumper):
+    """PyYAML's writer quoting what an orchestrator's (kyaml, yaml.v3) quotes too: the
+    strings YAML 1.1 reads as booleans that PyYAML's own resolver leaves plain (`y`, `Y`,
+    `n`, `N`), which tjc reads as sigs.k8s.io/yaml does: booleans."""
+
+
+_OrchestratorDumper.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:y|Y|n|N)$"), list("yYnN"))
+
+
 def _krm(docs: list[Any]) -> int:
     resource_list = {"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList",
                      "items": docs,
                      "functionConfig": {"kind": "Config", "spec": {"defaultPolicies": False}}}
     # as an orchestrator writes it: astral characters raw, control characters escaped
-    text = yaml.dump(resource_list, Dumper=yaml.CSafeDumper, allow_unicode=True)
+    text = yaml.dump(resource_list, Dumper=_OrchestratorDumper, allow_unicode=True)
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         stdin = io.TextIOWrapper(io.BytesIO(text.encode("utf-8", "surrogatepass")))
         with _stdin(stdin):
