@@ -73,8 +73,10 @@ def schema_source(kind: str, release: str = DEFAULT) -> bytes:
 
 
 @functools.cache
+@functools.cache
 def load_schema(kind: str, release: str = DEFAULT) -> dict[str, Any]:
-    """The packaged JSON Schema of `kind` in `release` (parsed once)."""
+    """The packaged JSON Schema of `kind` in `release`, parsed once for the schema tree, the
+    quantity facts and the CEL plan (shared: no caller changes it)."""
     schema: dict[str, Any] = json.loads(schema_source(kind, release).decode("utf-8"))
     return schema
 
