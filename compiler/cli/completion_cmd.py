@@ -11,8 +11,10 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
+
+from compiler.common.records import dataclass
 
 HELP = "print the shell completion script for bash, zsh or fish"
 EPILOG = """\

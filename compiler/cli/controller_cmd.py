@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from compiler.cli import policy_opts
+from compiler.cli import collect, policy_opts
 
 if TYPE_CHECKING:
     from compiler.controller.livepolicy import LivePolicies
@@ -126,6 +126,7 @@ def run(args: argparse.Namespace) -> int:
     from compiler.controller.manager import run as run_controller
 
     policies = live_policies(args)
+    collect.started()
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(message)s")
     options = Options(kubeconfig=args.kubeconfig, namespace=args.namespace,

@@ -18,12 +18,13 @@ import sys
 import threading
 from collections import deque
 from collections.abc import Callable, Hashable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from itertools import islice
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from compiler.common.diagnostics import Diagnostic
 from compiler.common.errors import InputError, PolicyError, TjcError
+from compiler.common.records import dataclass
 
 if TYPE_CHECKING:
     import multiprocessing.pool

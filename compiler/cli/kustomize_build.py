@@ -17,9 +17,9 @@ import signal
 import subprocess
 import tempfile
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 
+from compiler.common.records import dataclass
 from compiler.io.loader import MAX_BYTES
 
 KUSTOMIZATIONS = ("kustomization.yaml", "kustomization.yml", "Kustomization")

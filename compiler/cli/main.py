@@ -13,10 +13,9 @@ import sys
 from collections.abc import Sequence
 
 from compiler import __version__
-from compiler.cli import pipes
+from compiler.cli import collect, pipes
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
-GC_THRESHOLD = 20_000  # allocations between young collections (CPython's default: 700)
 
 # The verbs in the order `tjc --help` lists them; verb V lives in `compiler.cli.V_cmd`.
 VERBS = ("render", "validate", "runtimes", "explain", "policies", "controller", "webhook", "run",
@@ -102,12 +101,9 @@ def _run(args: argparse.Namespace) -> int:
 def entry() -> None:
     """Console-script entry point.
 
-    Start-up allocates hundreds of thousands of long-lived objects (modules, schemas, rule
-    plans); with the default thresholds the cycle collector walks them again and again, and
-    once more at interpreter exit. Collections are made rarer (young objects still go within
-    tens of thousands of allocations) and everything alive at the end is frozen, so the exit
-    collection has nothing to walk."""
-    gc.set_threshold(GC_THRESHOLD)  # older generations keep their defaults
+    Collections are rare while the command starts (`compiler.cli.collect`), and everything
+    alive at the end is frozen, so the exit collection has nothing to walk."""
+    collect.starting()
     code = main()
     gc.freeze()
     sys.exit(code)

@@ -28,7 +28,7 @@ import hashlib
 import os
 import stat
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,7 @@ from compiler.cli import rendermanifest
 from compiler.cli.rendermanifest import MANIFEST, Entry, InputSet, describe
 from compiler.common.diagnostics import Diagnostic, Location, error
 from compiler.common.errors import InputError
+from compiler.common.records import dataclass
 from compiler.kube.objectmeta import is_dns1123_label, is_dns1123_subdomain
 
 __all__ = ["HEADER", "MANIFEST", "DirWriter", "Plan", "job_names", "relative_path"]

@@ -17,11 +17,11 @@ is a usage error (exit 2) naming the file. Edge code: reads files.
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
 from pathlib import Path
 
 from compiler.common.diagnostics import error
 from compiler.common.errors import InputError
+from compiler.common.records import dataclass
 from compiler.core.release import SERVED, Release, UnservedRelease, release_of
 from compiler.io.loader import Source, parse_source, read_source
 from compiler.kube import jobsetapi

@@ -6,11 +6,11 @@ import argparse
 import contextlib
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from compiler.cli import (
+    collect,
     console,
     exclude_opt,
     fieldopts,
@@ -24,6 +24,7 @@ from compiler.cli import (
 )
 from compiler.common.diagnostics import Diagnostic, Location, error, has_errors
 from compiler.common.errors import InputError
+from compiler.common.records import dataclass
 from compiler.core.context import CompileOptions, SSHKeySource
 from compiler.io import emit
 from compiler.io.builtin import builtin_runtimes
@@ -128,7 +129,9 @@ def run(args: argparse.Namespace) -> int:
         return passthrough_cmd.run(args, _ssh_keys(args.mpi_ssh_key))
     sources = SourceFiles(args.paths, args.exclude)
     with jobs.Workers(jobs.workers(args.jobs, sources), _worker, (args, sources)) as workers:
-        return _run(args, Pipeline(args, sources), workers)
+        pipeline = Pipeline(args, sources)
+        collect.started()
+        return _run(args, pipeline, workers)
 
 
 def _run(args: argparse.Namespace, pipeline: Pipeline, workers: jobs.Workers) -> int:
@@ -226,6 +229,7 @@ def _worker(payload: tuple[argparse.Namespace, SourceFiles]
     """A worker's setup before the parent's first pass: everything but the input runtimes."""
     args, sources = payload
     pipeline = Pipeline(args, sources, sources.subset(set()))
+    collect.started()
     return lambda names: pipeline.with_runtimes(names).task
 
 

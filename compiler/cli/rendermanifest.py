@@ -23,13 +23,13 @@ import json
 import os
 import shlex
 import stat
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from compiler.cli import repo
 from compiler.common.diagnostics import error
 from compiler.common.errors import InputError
+from compiler.common.records import dataclass
 
 MANIFEST = ".tjc-render-manifest"
 VERSION = 2

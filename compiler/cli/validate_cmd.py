@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from compiler.cli import (
+    collect,
     console,
     exclude_opt,
     fieldopts,
@@ -114,6 +115,7 @@ def run(args: argparse.Namespace) -> int:
     processes = 1 if stdin else jobs.workers(args.jobs, sources)
     with jobs.Workers(processes, _worker, (args, sources), PRELOAD) as workers:
         pipeline = Pipeline(args, sources)
+        collect.started()
         return _report(args, pipeline, workers)
 
 
@@ -249,6 +251,7 @@ def _worker(payload: tuple[argparse.Namespace, SourceFiles]
     """A worker's setup before the parent's first pass: everything but the input runtimes."""
     args, sources = payload
     pipeline = Pipeline(args, sources, sources.subset(set()))
+    collect.started()
     return lambda names: pipeline.with_runtimes(names).task
 
 

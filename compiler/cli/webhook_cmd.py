@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from compiler.cli import controller_cmd, policy_opts
+from compiler.cli import collect, controller_cmd, policy_opts
 
 HELP = "serve the admission webhook: refuse at kubectl apply what the controller would fail"
 EPILOG = """\
@@ -64,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
     from compiler.controller.webhookserver import run as serve
 
     policies = controller_cmd.live_policies(args)
+    collect.started()
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(message)s")
     try:

@@ -10,7 +10,9 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
+
+from compiler.common.records import dataclass
 
 
 class Severity(enum.Enum):

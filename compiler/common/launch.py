@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Protocol, runtime_checkable
+
+from compiler.common.records import dataclass
 
 
 @dataclass(frozen=True)

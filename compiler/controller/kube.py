@@ -16,13 +16,13 @@ import ssl
 import stat
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 from compiler.common.diagnostics import one_line
 from compiler.common.jsondata import Obj
+from compiler.common.records import dataclass
 from compiler.controller import kubeconfig
 from compiler.controller.kubeconfig import KubeconfigError, TokenError
 

@@ -24,13 +24,13 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
 from compiler.common.diagnostics import Diagnostic, one_line
 from compiler.common.errors import InputError
+from compiler.common.records import dataclass
 from compiler.io.loader import iter_source, read_source
 
 TOKEN_MAX_BYTES = 1 << 20

@@ -22,11 +22,11 @@ import socket
 import threading
 import time
 import uuid
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 from compiler.common.jsondata import Obj
+from compiler.common.records import dataclass
 from compiler.controller.informer import Informer, jobset_fields, key_of
 from compiler.controller.kube import (
     CONFIGMAP,

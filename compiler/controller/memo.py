@@ -36,12 +36,12 @@ import json
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import yaml
 
 from compiler.common.jsondata import Obj
+from compiler.common.records import dataclass
 
 T = TypeVar("T")
 

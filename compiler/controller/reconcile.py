@@ -22,10 +22,10 @@ import datetime
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from compiler.common.jsondata import Obj
+from compiler.common.records import dataclass
 from compiler.controller import admission, memo, objects, ownership, snapshot, sshsecret
 from compiler.controller import status as st
 from compiler.controller.informer import Informer

@@ -23,13 +23,14 @@ import os
 import ssl
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
 import urllib3
 
+from compiler.common.records import dataclass
 from compiler.controller.kubeconfig import Selected, TokenError, TokenUnreadable, read_token
 
 SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")

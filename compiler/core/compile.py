@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import marshal
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import lru_cache
 from typing import Any, cast
 
@@ -28,6 +28,7 @@ from compiler.common.diagnostics import (
 )
 from compiler.common.errors import TjcError
 from compiler.common.jsondata import Obj, fast_copy
+from compiler.common.records import dataclass
 from compiler.core import admission, limits, podrefusals
 from compiler.core.context import (
     DEFAULT_OPTIONS,

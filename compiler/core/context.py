@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import marshal
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Any, cast
 
 from compiler.common.diagnostics import Path
 from compiler.common.jsondata import Obj, copy_json, value_key
+from compiler.common.records import dataclass
 from compiler.core.provenance import (
     Hit,
     Origin,

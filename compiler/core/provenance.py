@@ -34,12 +34,13 @@ above nor below its path. Pure; written by `compiler.core.context`,
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import lru_cache
 from typing import Any, Protocol
 
 from compiler.common.diagnostics import Path, format_path
 from compiler.common.jsondata import Obj, get_at, get_path
+from compiler.common.records import dataclass
 
 # How the items of a list field are matched (as the upserts and the strategic merge do);
 # items of any other list match by position.

@@ -15,9 +15,10 @@ message says why, for any other. Pure: a table of constants, no I/O, no globals 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Final, Literal
 
+from compiler.common.records import dataclass
 from compiler.kube.releases import DEFAULT as DEFAULT_VERSION
 from compiler.kube.releases import RELEASES, release_data
 

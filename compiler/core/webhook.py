@@ -43,12 +43,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from compiler.common.diagnostics import Diagnostic, Path, Severity, error
 from compiler.common.jsondata import Obj, get_path
 from compiler.common.perobject import per_object
+from compiler.common.records import dataclass
 from compiler.core.context import ANCESTOR_LABEL, NODE
 from compiler.core.plugins import hooked
 from compiler.core.plugins.checks import (

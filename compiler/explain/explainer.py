@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from compiler.common.diagnostics import Diagnostic, Path, format_path
 from compiler.common.jsondata import Obj, get_path
+from compiler.common.records import dataclass
 from compiler.core.compile import (
     CompileResult,
     PreparedRuntime,

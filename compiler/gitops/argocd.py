@@ -15,8 +15,9 @@ checked against `ALLOWED`; anything else is refused by name, so the sync fails v
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
+from compiler.common.records import dataclass
 from compiler.core.admission import FIELD_VALIDATION
 from compiler.core.release import SERVED
 from compiler.core.resolve import RUNTIME_KINDS

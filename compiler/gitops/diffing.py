@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from compiler.common.diagnostics import Diagnostic, Severity
+from compiler.common.records import dataclass
 from compiler.gitops import updates
 from compiler.io import emit
 from compiler.pipeline.session import JobResult

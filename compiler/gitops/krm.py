@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from compiler.common.diagnostics import Diagnostic, Severity
 from compiler.common.jsondata import Obj
+from compiler.common.records import dataclass
 from compiler.core.admission import FIELD_VALIDATION
 from compiler.gitops.passthrough import PassOptions, transform
 from compiler.io import emit

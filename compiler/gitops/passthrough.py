@@ -12,10 +12,11 @@ there (`compiler.io.placement`), and pass through as they came. Pure: sources in
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 from compiler.common.diagnostics import Diagnostic, Location, Severity
+from compiler.common.records import dataclass
 from compiler.core.context import CompileOptions
 from compiler.io import toolfiles
 from compiler.io.inputs import Namespaces, is_jobset, kind_of, runtime_table

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import yaml
 
 from compiler.common.jsondata import Obj
+from compiler.common.records import dataclass
 from compiler.kube.jobset_update import RJOBS, Refusal, refusals
 
 MARK = "! "

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Any
 
 from compiler.common.diagnostics import Severity
+from compiler.common.records import dataclass
 from compiler.core.context import CompileOptions
 from compiler.core.release import GATE_DOCS, GATES, Release
 from compiler.io.inputs import runtime_table

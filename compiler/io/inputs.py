@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from compiler.common.diagnostics import Diagnostic, Severity, error
 from compiler.common.jsondata import Obj
+from compiler.common.records import dataclass
 from compiler.core.compile import PreparedRuntime, prepare_runtime
 from compiler.core.context import JOBSET_API
 from compiler.core.release import DEFAULT as DEFAULT_RELEASE

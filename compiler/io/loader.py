@@ -20,7 +20,7 @@ import sys
 from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, overload
 
@@ -28,6 +28,7 @@ from compiler.common.diagnostics import Diagnostic, Location, error
 from compiler.common.diagnostics import Path as FieldPath
 from compiler.common.errors import InputError
 from compiler.common.jsondata import Obj
+from compiler.common.records import dataclass
 from compiler.io import fastload, kubectlstream
 from compiler.io.kubectlstream import BadSeparator, Part
 from compiler.io.lazyyaml import is_yaml_error

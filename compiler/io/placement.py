@@ -14,9 +14,10 @@ versions, extra runtimes). Pure: never changes a document, reads no option itsel
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from compiler.common.diagnostics import Diagnostic, ObjectRef, error
+from compiler.common.records import dataclass
 from compiler.io.loader import Document
 
 TRAINER_API = "trainer.kubeflow.org/v1alpha1"

@@ -24,10 +24,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from compiler.common.diagnostics import Diagnostic, ObjectRef, Severity
 from compiler.common.jsondata import Obj
+from compiler.common.records import dataclass
 
 API_VERSION = "wgpolicyk8s.io/v1alpha2"
 NAME = "trainjob-compiler"

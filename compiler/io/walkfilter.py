@@ -13,7 +13,8 @@ import fnmatch
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+from compiler.common.records import dataclass
 
 ALWAYS_SKIPPED = frozenset({"node_modules"})  # as hidden folders (.git): never entered
 GITIGNORE = ".gitignore"

@@ -45,11 +45,12 @@ import importlib
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from compiler.common.diagnostics import Diagnostic, Severity
 from compiler.common.diagnostics import Path as FieldPath
+from compiler.common.records import dataclass
 from compiler.kube import celnative, celstore
 from compiler.kube.celstore import ProgramStore, library_stamp
 from compiler.kube.releases import DEFAULT

@@ -26,10 +26,10 @@ Pure; called by `compiler.render.named` (what a content-hash name covers) and by
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from compiler.common.jsondata import Obj, copy_json
+from compiler.common.records import dataclass
 
 # The spec fields an update may change whatever their value (the rest is `fixed_part`).
 MUTABLE_SPEC = frozenset({"suspend", "ttlSecondsAfterFinished", "coordinator"})

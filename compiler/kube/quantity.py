@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 from functools import lru_cache
+
+from compiler.common.records import dataclass
 
 BINARY = "BinarySI"
 DECIMAL = "DecimalSI"

@@ -27,9 +27,10 @@ from __future__ import annotations
 
 import functools
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
+
+from compiler.common.records import dataclass
 
 RELEASES: Final = ("v2.1.0", "v2.2.0", "v2.2.1", "v2.3.0")  # oldest first
 DEFAULT: Final = RELEASES[-1]

@@ -14,9 +14,9 @@ import functools
 import re
 import socket
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 from compiler.common.jsondata import Obj
+from compiler.common.records import dataclass
 from compiler.localrun.kubelet import PodIdentity
 
 LOOPBACK = "127.0.0.1"

@@ -13,9 +13,9 @@ import math
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from compiler.common.jsondata import Obj
+from compiler.common.records import dataclass
 from compiler.kube import quantity
 
 _REF = re.compile(r"\$\$|\$\(([-._a-zA-Z][-._a-zA-Z0-9]*)\)")

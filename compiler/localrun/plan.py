@@ -20,12 +20,13 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from compiler.common.diagnostics import format_path
 from compiler.common.jsondata import Obj
 from compiler.common.launch import Launcher, LaunchSite, LocalLaunch
+from compiler.common.records import dataclass
 from compiler.kube.podspec import volumefiles
 from compiler.localrun import hosts, kubelet, shims, volumes
 from compiler.localrun.kubelet import PodIdentity, PodView

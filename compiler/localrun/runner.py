@@ -23,10 +23,11 @@ import socket
 import subprocess
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TextIO
 
+from compiler.common.records import dataclass
 from compiler.localrun import lifetime
 from compiler.localrun.plan import LocalJob, LocalPod, Plan
 

@@ -24,7 +24,7 @@ Pure but for the policy evaluator it is given; reads no file.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import TYPE_CHECKING, Any
 
 from compiler.common.diagnostics import (
@@ -37,6 +37,7 @@ from compiler.common.diagnostics import (
     refused,
 )
 from compiler.common.jsondata import Obj, get_path
+from compiler.common.records import dataclass
 from compiler.core import admission
 from compiler.core.compile import CompileResult, compile_defaulted, compile_trainjob
 from compiler.core.context import CompileOptions

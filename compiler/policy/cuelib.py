@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from compiler.common.records import dataclass
 
 if TYPE_CHECKING:
     import ctypes

@@ -23,8 +23,9 @@ from __future__ import annotations
 import datetime
 import fnmatch
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
 from typing import Any
+
+from compiler.common.records import dataclass
 
 RESERVED = ("exemptions", "annotationExemptible")
 SKIP_ANNOTATION = "trainjob-compiler/skip-policies"

@@ -13,12 +13,12 @@ package's `policies/` folder.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from compiler.common.diagnostics import Diagnostic, Location, Severity
 from compiler.common.errors import PolicyError
+from compiler.common.records import dataclass
 from compiler.policy import cache, cuelib, cueproc
 from compiler.policy.compiled.plan import PackPlan
 from compiler.policy.prune import Node, trie

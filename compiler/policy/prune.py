@@ -8,8 +8,10 @@ element nobody reads becomes null), so indexes in result paths stay right.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
+
+from compiler.common.records import dataclass
 
 ReadPath = list[str | None]
 

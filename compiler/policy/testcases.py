@@ -17,13 +17,13 @@ must have at least one passing and one failing case.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from compiler.common.diagnostics import Diagnostic
+from compiler.common.records import dataclass
 from compiler.io.builtin import builtin_runtimes
 from compiler.io.loader import read_sources
 from compiler.policy.check import PolicyChecker

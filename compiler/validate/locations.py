@@ -11,7 +11,9 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from compiler.common.records import dataclass
 
 BUILTIN_PREFIX = "<builtin>/"
 README_URL = "README.md"

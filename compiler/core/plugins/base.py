@@ -15,11 +15,12 @@ listed in `hooks`, found through the registry by `compiler.core.webhook`, `compi
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from compiler.common.diagnostics import Diagnostic
 from compiler.common.jsondata import Obj
+from compiler.common.records import dataclass
 from compiler.core.context import NODE, TRAINER, Context, PodSet
 
 

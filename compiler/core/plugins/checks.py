@@ -14,13 +14,14 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from compiler.common.diagnostics import Diagnostic, Path, Severity, error
 from compiler.common.errors import TjcError
 from compiler.common.jsondata import Obj, fast_copy, get_path
 from compiler.common.perobject import per_object
+from compiler.common.records import dataclass
 from compiler.core.context import Context, build_context, merge_each, spec_patches
 from compiler.core.release import DEFAULT as DEFAULT_RELEASE
 from compiler.core.release import Release
