@@ -38,11 +38,24 @@ def assert_sound(self: Any) -> None:
         assert all(cel_true(rule, self) for rule in BOTH), self
 
 
-def test_every_check_is_a_rule_of_the_trainjob_crd() -> None:
+def _rules(node: Any) -> set[str]:
+    if node is None:
+        return set()
+    found = {rule.rule for rule in node.rules}
+    for child in (*node.props.values(), node.items, node.extra):
+        found |= _rules(child)
+    return found
+
+
+def test_every_check_is_a_rule_of_a_crd() -> None:
     plan = cel._plan("TrainJob")
     assert isinstance(plan, cel._Node)
-    assert {rule.rule for rule in plan.rules} == set(RULES)
+    assert {rule.rule for rule in plan.rules} == set(BOTH)
     assert plan.group is not None and plan.group.native
+    assert celnative.MANAGED_BY in _rules(plan)
+    for kind in ("TrainingRuntime", "ClusterTrainingRuntime"):
+        assert {celnative.ONE_POLICY, celnative.STARTUP} <= _rules(cel._plan(kind))
+    assert set(RULES) == {*BOTH, celnative.MANAGED_BY, celnative.ONE_POLICY, celnative.STARTUP}
 
 
 @pytest.mark.parametrize("name", [
@@ -99,3 +112,65 @@ def test_rules_without_a_check_are_left_to_cel() -> None:
 def test_any_name_accepted_is_accepted_by_cel(name: str) -> None:
     assert_sound({"metadata": {"name": name}})
     assert_sound({"metadata": {"name": name, "generateName": name}})
+
+
+SOURCES = ("torch", "mpi", "jax", "xgboost", "flux", "plain", "other")
+SOME = st.one_of(st.none(), st.integers(-3, 3), st.text(max_size=3), st.booleans(),
+                 st.just({}), st.just([]), st.just({"numProcPerNode": 1}))
+
+
+@given(st.one_of(st.sampled_from(["trainer.kubeflow.org/trainjob-controller",
+                                  "kueue.x-k8s.io/multikueue", "kueue.x-k8s.io/multikueue ",
+                                  "", "other", "trainer.kubeflow.org/trainjob-controller\x00"]),
+                 st.text(max_size=5), SOME))
+def test_managed_by_accepted_is_accepted_by_cel(self: Any) -> None:
+    assert_sound(self)
+
+
+@given(st.one_of(st.dictionaries(st.sampled_from(SOURCES), SOME, max_size=4), SOME))
+def test_one_policy_accepted_is_accepted_by_cel(self: Any) -> None:
+    assert_sound(self)
+
+
+JOBS = st.lists(st.one_of(
+    st.fixed_dictionaries({"name": st.just("node")},
+                          optional={"dependsOn": SOME, "replicas": st.integers(0, 2)}),
+    SOME), max_size=3)
+POLICY = st.one_of(st.fixed_dictionaries({}, optional={
+    "startupPolicyOrder": st.one_of(st.sampled_from(["InOrder", "AnyOrder", "inorder", ""]),
+                                    SOME)}), SOME)
+
+
+@given(st.one_of(st.fixed_dictionaries({}, optional={"startupPolicy": POLICY,
+                                                     "replicatedJobs": st.one_of(JOBS, SOME),
+                                                     "network": SOME}), SOME))
+def test_startup_accepted_is_accepted_by_cel(self: Any) -> None:
+    assert_sound(self)
+
+
+@pytest.mark.parametrize("rule,self", [
+    (celnative.MANAGED_BY, "trainer.kubeflow.org/trainjob-controller"),
+    (celnative.MANAGED_BY, "kueue.x-k8s.io/multikueue"),
+    (celnative.ONE_POLICY, {}),
+    (celnative.ONE_POLICY, {"torch": {"numProcPerNode": "auto"}}),
+    (celnative.ONE_POLICY, {"numNodes": 2, "mpi": {"sshAuthMountPath": "/x"}}),
+    (celnative.STARTUP, {"replicatedJobs": [{"name": "node"}]}),
+    (celnative.STARTUP, {"startupPolicy": {"startupPolicyOrder": "InOrder"},
+                         "replicatedJobs": [{"name": "launcher"}, {"name": "node"}]}),
+    (celnative.STARTUP, {"startupPolicy": {"startupPolicyOrder": "AnyOrder"},
+                         "replicatedJobs": [{"name": "node", "dependsOn": []}]}),
+])
+def test_usual_runtime_and_trainjob_values_are_accepted(rule: str, self: Any) -> None:
+    assert celnative.holds((rule,), self) and cel_true(rule, self)
+
+
+@pytest.mark.parametrize("rule,self", [
+    (celnative.MANAGED_BY, "example.com/mine"),
+    (celnative.ONE_POLICY, {"torch": {}, "mpi": {}}),
+    (celnative.ONE_POLICY, {"torch": None, "jax": None}),
+    (celnative.STARTUP, {"startupPolicy": {"startupPolicyOrder": "InOrder"},
+                         "replicatedJobs": [{"name": "a"}, {"name": "b", "dependsOn": []}]}),
+])
+def test_values_the_rules_refuse_are_left_to_cel(rule: str, self: Any) -> None:
+    assert not cel_true(rule, self)
+    assert not celnative.holds((rule,), self)
