@@ -67,19 +67,20 @@ def errors(said: list[Diagnostic]) -> list[Diagnostic]:
 
 def runtime_verdict(runtime: Obj, old: Obj | None, policies: PolicySet | None,
                     today: datetime.date) -> list[Diagnostic]:
-    """Everything said of a runtime created or changed (`old`: its previous version): its
-    admission and, when that passes, the policy packs (as the pipeline judges the runtime of
-    every TrainJob; exemptions judged on `today`)."""
-    from compiler.core.admission import admit_runtime
+    """Everything said of a runtime created or changed (`old`: its previous version): the
+    pipeline's own judgement of a runtime (`Session.runtime`: admission and the policy
+    packs, exemptions judged on `today`), and the policy settings' errors."""
+    from compiler.core.resolve import object_key
 
-    typed, found = admit_runtime(runtime, old)
-    if policies is None or any(d.severity is Severity.ERROR for d in found):
-        return found
-    from compiler.policy.check import PolicyChecker
+    checker = None
+    if policies is not None:
+        from compiler.policy.check import PolicyChecker
 
-    checker = PolicyChecker(policies, today=today)
-    return found + checker.document(_document(runtime, f"<{runtime.get('kind')}>"), typed) \
-        + policies.errors
+        checker = PolicyChecker(policies, today=today)
+    previous = {object_key(runtime): old} if old is not None else None
+    doc = _document(runtime, f"<{runtime.get('kind')}>")
+    found = Session({}, previous, policies=checker).runtime(doc).diagnostics
+    return found + (policies.errors if policies is not None else [])
 
 
 def _document(data: Obj, name: str) -> Document:

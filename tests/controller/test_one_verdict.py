@@ -93,3 +93,31 @@ def test_the_controller_and_validate_refuse_the_same_trainjobs_for_the_same_reas
         refused += bool(controller)
         agreed += 1
     assert agreed >= 120 and 20 <= refused < agreed, (agreed, refused)
+
+
+def _runtime_said(runtime: Obj, policies: PolicySet) -> set[tuple[str, str, str]]:
+    from compiler.policy.check import PolicyChecker
+
+    found = validate_documents([runtime], [], builtin=False,
+                               policies=PolicyChecker(policies, today=TODAY))
+    return {(d.severity.value, d.rule, d.field_path) for d in found
+            if d.obj is not None and d.obj.kind == runtime["kind"]}
+
+
+def test_the_webhook_says_of_a_runtime_what_validate_says() -> None:
+    """A runtime created through the webhook gets validate's own judgement of it (the
+    pipeline's `Session.runtime`): admission errors and the packs' findings together."""
+    policies = PolicySet(Loader().load_all(pack_files([], builtin=True)))
+    rng = random.Random(5)
+    runtimes = [r for key, r in _runtimes().items() if r["kind"] == "ClusterTrainingRuntime"]
+    for runtime in runtimes[:8]:
+        edited = copy.deepcopy(runtime)
+        pod = edited["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]
+        container = pod["template"]["spec"]["containers"][0]
+        container["securityContext"] = {"privileged": True}
+        if rng.random() < 0.5:
+            container["ports"] = [{"containerPort": 0}]  # refused at admission too
+        webhook = {(d.severity.value, d.rule, d.field_path)
+                   for d in admission.runtime_verdict(edited, None, policies, TODAY)}
+        assert webhook == _runtime_said(edited, policies), edited["metadata"]["name"]
+        assert any(rule == "security.privileged" for _, rule, _ in webhook)
