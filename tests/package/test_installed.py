@@ -89,12 +89,24 @@ def test_installed_without_engine_fails_closed(installed: Path, tmp_path: Path) 
     assert skipped.returncode == 0, skipped.stdout + skipped.stderr
 
 
+MANAGED_ELSEWHERE = """\
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata: {name: elsewhere, namespace: default}
+spec:
+  runtimeRef: {name: torch-distributed}
+  managedBy: example.com/another-controller
+"""
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("version", PYTHONS)
 def test_one_abi3_wheel_denies_a_privileged_runtime_on_each_python(
         version: str, x86_wheel: Path, tmp_path: Path) -> None:
     """pip resolves the dependencies for that Python (the pins are for 3.11); on 3.10, which
-    cel-expr-python has no build for, the CRDs' CEL rules are reported as not checked."""
+    cel-expr-python has no build for, the CRDs' CEL rules that need the CEL runtime (here a
+    `managedBy` outside the list, which the Python checks leave to it) are reported as not
+    checked; on 3.11 it refuses the TrainJob."""
     python = _interpreter(version)
     if python is None:
         message = f"no CPython {version} on this machine (PATH, pyenv, /usr/bin)"
@@ -103,11 +115,13 @@ def test_one_abi3_wheel_denies_a_privileged_runtime_on_each_python(
         pytest.skip(message)
     bin_dir = fresh_venv(python, tmp_path / "venv", str(x86_wheel))
     (tmp_path / "runtime.yaml").write_text(PRIVILEGED)
-    run = _tjc(bin_dir, tmp_path, "validate", "runtime.yaml")
+    (tmp_path / "job.yaml").write_text(MANAGED_ELSEWHERE)
+    run = _tjc(bin_dir, tmp_path, "validate", "runtime.yaml", "job.yaml")
     assert run.returncode == 1, run.stdout + run.stderr
     assert "runtime.yaml:21:53: error:" in run.stdout and "[security.privileged]" in run.stdout
     cel_unchecked = "(the CEL runtime cel-expr-python is not installed)" in run.stdout
     assert cel_unchecked == (version == "3.10"), run.stdout
+    assert ("[TJC-CEL-MANAGED-BY]" in run.stdout) == (version != "3.10"), run.stdout
     code = "import sys; from compiler.io import fastload; print(sys.version_info[:2], " \
            "fastload.available())"
     probe = subprocess.run([str(bin_dir / "python"), "-c", code], cwd=tmp_path, env=clean_env(),
