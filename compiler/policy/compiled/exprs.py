@@ -34,7 +34,7 @@ Node = dict[str, Any]
 Unit = tuple[int, str]
 FILE = 1  # the key of the file's own literal (the first one compiled)
 _SCALARS = (str, int, bool, type(None))
-_CACHED = 4096  # helper structs kept per site
+_CACHED = 1024  # helper structs kept per site
 
 
 _UNSUPPORTED = {  # what the parser's node types not compiled are, in words
@@ -341,9 +341,9 @@ class Compiler(Lists):
                 return base.given(lit, labels, values)
             hit = cache.get(key)
             if hit is None:
-                if len(cache) >= _CACHED:
-                    cache.clear()
-                hit = cache[key] = base.given(lit, labels, values)
+                hit = base.given(lit, labels, values)
+                if len(cache) < _CACHED:  # (full: kept as it is; emptying it and filling
+                    cache[key] = hit  # it again left the memory fragmented, growing with N)
             return hit
         return unified
 
