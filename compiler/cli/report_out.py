@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 from compiler.cli import console
@@ -50,10 +50,10 @@ class Report:
     """One run's report: `add` each diagnostic, then `finish` with the run's context."""
 
     def __init__(self, fmt: str, out: TextIO, context: Context, *, strict: bool,
-                 files: list[str] | None = None, colour: bool = False,
+                 files: Sequence[str] = (), colour: bool = False,
                  whole: Callable[[list[Diagnostic]], str] | None = None) -> None:
         self.fmt, self.out, self.context, self.strict = fmt, out, context, strict
-        self.files, self.colour = files or [], colour
+        self.files, self.colour = files, colour
         self.whole = whole  # the report of all the diagnostics (policyreport's)
         self.held: list[Diagnostic] = []  # JUnit's and policyreport's
         self.counts: Counter[Severity] = Counter()

@@ -13,7 +13,6 @@ one besides the CLI that touches files.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import os
 import re
 import sys
@@ -418,35 +417,54 @@ def expand_paths(paths: Sequence[str], exclude: Sequence[str] = ()) -> Iterator[
             yield path
             continue
         if os.path.isdir(path):
-            yield from sorted(_files_below(str(Path(path)), WalkFilter(path, exclude)))
+            yield from _files_below(str(Path(path)), WalkFilter(path, exclude))
         else:
             yield path
+
+
+_Entry = tuple[str, "list[Any] | None"]  # a path below the folder, and a folder's rules
 
 
 def _files_below(top: str, walk: WalkFilter) -> Iterator[str]:
     """The input files below a folder, not below hidden folders or symlinked ones, nor what
     `walk` leaves out, named as `Path(top) / ...` names them (os.scandir: pathlib would intern
-    every name, and a folder's entries tell which are regular files without a stat of each)."""
-    folders = [(top, walk.outer_rules())]
-    while folders:
-        folder, rules = folders.pop()
-        try:
-            with os.scandir(folder) as listing:
-                entries = list(listing)
-        except OSError:  # as os.walk: an unreadable folder is passed over
+    every name, and a folder's entries tell which are regular files without a stat of each).
+    They come in the order of their paths as strings, one folder listed at a time (a run over
+    100,000 files never holds them all in a list to sort)."""
+    stack = [iter(_listing(top, walk.outer_rules(), top, walk))]
+    while stack:
+        found = next(stack[-1], None)
+        if found is None:
+            stack.pop()
+        elif found[1] is None:
+            yield found[0]
+        else:
+            stack.append(iter(_listing(found[0], found[1], top, walk)))
+
+
+def _listing(folder: str, rules: list[Any], top: str, walk: WalkFilter) -> list[_Entry]:
+    """A folder's input files and the folders to walk, sorted as their paths sort: by name,
+    a folder's name with the "/" that follows it in the paths below it."""
+    try:
+        with os.scandir(folder) as listing:
+            entries = list(listing)
+    except OSError:  # as os.walk: an unreadable folder is passed over
+        return []
+    if any(entry.name == GITIGNORE for entry in entries):
+        rules = [*rules, *walk.rules_of(walk.absolute(folder))]
+    keyed: list[tuple[str, _Entry]] = []
+    for entry in entries:
+        name = entry.name
+        if name.startswith("."):
             continue
-        if any(entry.name == GITIGNORE for entry in entries):
-            rules = [*rules, *walk.rules_of(walk.absolute(folder))]
-        for entry in entries:
-            name = entry.name
-            if name.startswith("."):
-                continue
-            if _is(entry.is_dir):
-                if not _is(entry.is_symlink) and not walk.skipped(entry.path, name, True, rules):
-                    folders.append((entry.path, rules))
-            elif (os.path.splitext(name)[1] in SUFFIXES and _is(entry.is_file)
-                  and not walk.skipped(entry.path, name, False, rules)):
-                yield entry.path[2:] if top == "." else entry.path
+        if _is(entry.is_dir):
+            if not _is(entry.is_symlink) and not walk.skipped(entry.path, name, True, rules):
+                keyed.append((name + "/", (entry.path, rules)))
+        elif (os.path.splitext(name)[1] in SUFFIXES and _is(entry.is_file)
+              and not walk.skipped(entry.path, name, False, rules)):
+            keyed.append((name, (entry.path[2:] if top == "." else entry.path, None)))
+    keyed.sort(key=lambda pair: pair[0])
+    return [item for _, item in keyed]
 
 
 def _is(test: Callable[[], bool]) -> bool:
@@ -466,9 +484,19 @@ class PathList(Sequence[str]):
     strings would cost more than the documents a run holds at once)."""
 
     def __init__(self, paths: Iterable[str]) -> None:
-        items = list(paths)
-        self._joined = "".join(items)
-        self._ends = array("Q", itertools.accumulate(map(len, items)))
+        self._ends = array("Q")
+        chunks: list[str] = []
+        chunk: list[str] = []
+        total = 0
+        for path in paths:  # (joined 1,024 at a time: never a list of them all)
+            chunk.append(path)
+            total += len(path)
+            self._ends.append(total)
+            if len(chunk) == 1024:
+                chunks.append("".join(chunk))
+                chunk = []
+        chunks.append("".join(chunk))
+        self._joined = "".join(chunks)
 
     def __len__(self) -> int:
         return len(self._ends)
@@ -488,6 +516,28 @@ class PathList(Sequence[str]):
         return self._joined[start:self._ends[index]]
 
 
+class _Names(Sequence[str]):
+    """The files' names as their sources have them (stdin as `<stdin>`), without a copy."""
+
+    def __init__(self, paths: Sequence[str]) -> None:
+        self._paths = paths
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        path = self._paths[index]
+        return "<stdin>" if path == "-" else path
+
+
 class SourceFiles:
     """The input files of a run, read when they are needed and not kept: iterating reads
     each file in turn (again on every pass; stdin once), so a run over many files holds
@@ -498,9 +548,9 @@ class SourceFiles:
         self._stdin = read_source("-") if "-" in self.paths else None
 
     @property
-    def names(self) -> list[str]:
+    def names(self) -> Sequence[str]:
         """The files' names as their sources have them, in input order."""
-        return ["<stdin>" if p == "-" else p for p in self.paths]
+        return _Names(self.paths)
 
     def __len__(self) -> int:
         return len(self.paths)

@@ -4,11 +4,14 @@ not hidden ones nor those below hidden or symlinked folders; symlinked files cou
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from compiler.io.loader import SourceFiles, expand_paths
+from compiler.io.loader import PathList, SourceFiles, expand_paths
 
 
 def _tree(top: Path) -> None:
@@ -86,3 +89,44 @@ def test_exclude_globs_match_a_name_or_the_path_below_the_folder(tmp_path: Path)
     walked = list(expand_paths([top], ["charts"]))
     assert [p.removeprefix(top + "/") for p in walked] == ["a.values.yaml", "a.yaml"]
     assert len(SourceFiles([top], ["*.values.yaml"])) == 3
+
+
+NAMES = ["a", "a-b", "a.b", "a b", "ab", "a_", "A", "é", "a0", "z", "a~"]
+
+
+@settings(max_examples=40, deadline=None, database=None, derandomize=True)
+@given(st.lists(st.lists(st.sampled_from(NAMES), min_size=1, max_size=4), min_size=1,
+                max_size=12))
+def test_files_come_in_the_order_of_their_paths_as_strings(parts: list[list[str]]) -> None:
+    """The walk lists one folder at a time, yet gives the order `sorted` gives the paths:
+    a folder's name sorts with the "/" after it (`a/x` before `a-b`, as `/` > `-`)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        wrote: set[str] = set()
+        for names in parts:
+            *folders, last = names
+            path = Path(tmp, *folders, last + ".yaml")
+            if any(Path(tmp, *folders[:i]).is_file() for i in range(1, len(folders) + 1)) \
+                    or path.is_dir():
+                continue
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("kind: X\n")
+            wrote.add(str(path))
+        here = os.getcwd()
+        try:
+            for top in (tmp, "."):
+                os.chdir(tmp)
+                got = list(expand_paths([top]))
+                want = sorted(str(Path(p).relative_to(tmp)) if top == "." else p
+                              for p in wrote)
+                assert got == want
+                assert list(SourceFiles([top]).names) == want
+        finally:
+            os.chdir(here)
+
+
+def test_many_paths_in_little_memory() -> None:
+    """`PathList` holds 3,000 paths as one string and their ends, and gives each back."""
+    paths = [f"jobs/team-{i % 7}/run-{i:06d}.yaml" for i in range(3000)]
+    held = PathList(iter(paths))
+    assert len(held) == 3000 and list(held) == paths and held[-1] == paths[-1]
+    assert held[10:13] == paths[10:13]
