@@ -16,9 +16,11 @@ and reports the median of the per-pair ratios:
   `bench/packs/team.cue`, and both together;
 - kubeconform: `tjc validate` with the built-in packs against kubeconform v0.7.0 (pinned,
   built by bench/kubeconform.sh) on the same files with schemas made from the CRDs (target:
-  1x, DESIGN's), and `tjc validate --no-default-policies` against it for scale;
+  1x, DESIGN's), and for scale `tjc validate --no-default-policies` against it and `tjc
+  validate` against kubeconform checking the TrainJobs and the JobSets they compile to (what
+  validate checks too);
 - floor: `tjc render` in process against libyaml load + dump of the same documents (target:
-  1x);
+  1x); and, for scale, against libyaml loading the inputs and dumping render's outputs;
 - start-up: `tjc validate` of one file (built-in packs on) against kubeconform on that file,
   and its median wall time (target: 100 ms), with a bare `python -c pass` for scale;
 - workers: `tjc validate` and `tjc render` with `-j 2` against `-j 1` (target: below 1x, the
@@ -107,6 +109,18 @@ def in_process_render(text: str) -> tuple[Run, Run]:
     return render, floor
 
 
+def output_floor(text: str) -> Run:
+    """libyaml loading the inputs and dumping what render writes for them (the objects
+    rendered once beforehand): what any YAML-in, YAML-out tool of these outputs does."""
+    objects = [obj for item in render_stream([Source("bench.yaml", text)], builtin_runtimes())
+               if isinstance(item, JobResult) for obj in item.objects]
+
+    def floor() -> None:
+        list(yaml.load_all(text, Loader=yaml.CSafeLoader))
+        yaml.dump_all(objects, Dumper=yaml.CSafeDumper)
+    return floor
+
+
 PEAK_RSS = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=False, "
             "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); "
             "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
@@ -189,9 +203,17 @@ def measure(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
                                                           args.pairs)
         figures["validate_vs_kubeconform"] = paired(command([*validate, off]), schema_only,
                                                     args.pairs)
+        jobsets = tmp / "jobsets"  # what validate also checks: the JobSets it compiles
+        command([*render, off, "--output-dir", str(jobsets)])()
+        figures["validate_packs_vs_kubeconform_jobsets"] = paired(
+            command(validate), command(kubeconform.command(kc, schemas, tree, str(jobsets))),
+            args.pairs)
     if "floor" in args.only:
-        figures["render_vs_libyaml"] = paired(
-            *in_process_render("".join(corpus.stream(args.n))), args.pairs)
+        text = "".join(corpus.stream(args.n))
+        render_run, input_floor = in_process_render(text)
+        figures["render_vs_libyaml"] = paired(render_run, input_floor, args.pairs)
+        figures["render_vs_libyaml_output"] = paired(render_run, output_floor(text),
+                                                     args.pairs)
     if "startup" in args.only:
         start = command([*TJC, "validate", "-q", one])
         figures["startup_vs_kubeconform"] = paired(
@@ -218,7 +240,11 @@ ROWS = [  # (label, figure, key, target or None)
     ("tjc validate / kubeconform", "validate_packs_vs_kubeconform", "ratio", 1.0),
     ("tjc validate --no-default-policies / kubeconform", "validate_vs_kubeconform", "ratio",
      None),
+    ("tjc validate / kubeconform on the TrainJobs and the JobSets they compile to",
+     "validate_packs_vs_kubeconform_jobsets", "ratio", None),
     ("tjc render in process / libyaml load + dump", "render_vs_libyaml", "ratio", 1.0),
+    ("tjc render in process / libyaml load of the inputs + dump of the outputs",
+     "render_vs_libyaml_output", "ratio", None),
     ("one file: tjc validate / kubeconform", "startup_vs_kubeconform", "ratio", None),
     ("one file: tjc validate, median seconds", "startup_vs_python", "a_seconds", 0.100),
     ("one file: python -c pass, median seconds", "startup_vs_python", "b_seconds", None),
