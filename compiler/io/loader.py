@@ -479,7 +479,28 @@ def read_sources(paths: Sequence[str], exclude: Sequence[str] = ()) -> list[Sour
     return [read_source(path) for path in expand_paths(paths, exclude)]
 
 
-class PathList(Sequence[str]):
+class _Strings(Sequence[str]):
+    """A sequence of strings made on demand, one index at a time (`_at`); a slice is a list."""
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+    def _at(self, index: int) -> str:
+        raise NotImplementedError
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        if isinstance(index, slice):
+            return [self._at(i) for i in range(*index.indices(len(self)))]
+        return self._at(index)
+
+
+class PathList(_Strings):
     """Many paths in little memory: one string and their offsets (a list of 100,000 path
     strings would cost more than the documents a run holds at once)."""
 
@@ -501,22 +522,14 @@ class PathList(Sequence[str]):
     def __len__(self) -> int:
         return len(self._ends)
 
-    @overload
-    def __getitem__(self, index: int) -> str: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[str]: ...
-
-    def __getitem__(self, index: int | slice) -> str | list[str]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
+    def _at(self, index: int) -> str:
         if index < 0:
             index += len(self)
         start = self._ends[index - 1] if index > 0 else 0
         return self._joined[start:self._ends[index]]
 
 
-class _Names(Sequence[str]):
+class _Names(_Strings):
     """The files' names as their sources have them (stdin as `<stdin>`), without a copy."""
 
     def __init__(self, paths: Sequence[str]) -> None:
@@ -525,15 +538,7 @@ class _Names(Sequence[str]):
     def __len__(self) -> int:
         return len(self._paths)
 
-    @overload
-    def __getitem__(self, index: int) -> str: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[str]: ...
-
-    def __getitem__(self, index: int | slice) -> str | list[str]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
+    def _at(self, index: int) -> str:
         path = self._paths[index]
         return "<stdin>" if path == "-" else path
 
