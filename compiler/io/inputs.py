@@ -105,6 +105,7 @@ def may_hold_runtime(text: bytes) -> bool:
 
 
 POD_SECURITY_MARK = b"pod-security.kubernetes.io/"
+_POD_SECURITY_PREFIX = POD_SECURITY_MARK.decode()
 
 
 @dataclass
@@ -127,13 +128,9 @@ class Namespaces:
         labels = meta.get("labels")
         labels = {str(k): v for k, v in labels.items() if isinstance(v, str)} \
             if isinstance(labels, dict) else {}
-        if any(k.startswith(POD_SECURITY_MARK.decode()) for k in labels):
+        if any(k.startswith(_POD_SECURITY_PREFIX) for k in labels):
             self.labels[meta["name"]] = labels
             self.files.add(doc.source.name)
-
-
-def _may_hold_runtime(source: Source) -> bool:
-    return may_hold_runtime(source.text.encode("utf-8", "surrogatepass"))
 
 
 def _may_hold_either(text: bytes) -> bool:

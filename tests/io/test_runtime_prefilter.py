@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from bench.corpus import _dump, corpus
 from compiler.common.errors import InputError
 from compiler.io import loader
-from compiler.io.inputs import _may_hold_runtime, may_hold_runtime, runtime_table
-from compiler.io.loader import Source, SourceFiles, read_source
+from compiler.io.inputs import may_hold_runtime, runtime_table
+from compiler.io.loader import SourceFiles, read_source
 
 RUNTIME = "apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainingRuntime\nmetadata: {name: a}\n"
 
@@ -24,8 +24,8 @@ def test_a_trainjob_that_only_refers_to_a_runtime_is_not_parsed_twice() -> None:
     runtimes, jobs = corpus(50)
     plain = [j for j in jobs if "env" not in j["spec"]["trainer"]
              or all("valueFrom" not in e for e in j["spec"]["trainer"]["env"])]
-    assert plain and not any(_may_hold_runtime(Source("j.yaml", _dump(j))) for j in plain)
-    assert all(_may_hold_runtime(Source("r.yaml", _dump(r))) for r in runtimes)
+    assert plain and not any(may_hold_runtime(_dump(j).encode()) for j in plain)
+    assert all(may_hold_runtime(_dump(r).encode()) for r in runtimes)
 
 
 @pytest.mark.parametrize("text", [
@@ -41,7 +41,7 @@ def test_a_trainjob_that_only_refers_to_a_runtime_is_not_parsed_twice() -> None:
     "kind: >-\n  ClusterTrainingRuntime\n",
 ])
 def test_every_way_of_writing_a_runtime_is_parsed(text: str) -> None:
-    assert _may_hold_runtime(Source("x.yaml", text))
+    assert may_hold_runtime(text.encode())
 
 
 JOB = ("apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata: {name: j}\n"
