@@ -69,9 +69,14 @@ def _add(cls: type, name: str, fn: Callable[..., Any]) -> bool:
     """Set a method unless the class defines it; whether it did."""
     if name in cls.__dict__:
         return False
-    fn.__name__, fn.__qualname__ = name, f"{cls.__qualname__}.{name}"
-    setattr(cls, name, fn)
+    setattr(cls, name, _named(cls, name, fn))
     return True
+
+
+def _named(cls: type, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """The method, named as the class's own."""
+    fn.__name__, fn.__qualname__ = name, f"{cls.__qualname__}.{name}"
+    return fn
 
 
 def _getter(names: list[str]) -> Callable[[Any], tuple[Any, ...]]:
@@ -115,9 +120,4 @@ def _hash(cls: type, key: tuple[bool, bool, bool, bool], names: list[str]) -> No
 
     def method(self: Any) -> int:
         return hash(fields(self))
-    _add_hash(cls, method)
-
-
-def _add_hash(cls: type, fn: Callable[[Any], int]) -> None:
-    fn.__name__, fn.__qualname__ = "__hash__", f"{cls.__qualname__}.__hash__"
-    cls.__hash__ = fn  # type: ignore[assignment]
+    cls.__hash__ = _named(cls, "__hash__", method)  # type: ignore[method-assign]
