@@ -11,8 +11,9 @@ YAML_EXT := build/yaml/_fastyaml.abi3.so
 
 setup: $(VENV)/.installed $(CUE_LIB) $(FLUX_TEMPLATES) $(YAML_EXT)
 
-# The loader's native fast path (yamlext/fastyaml.c with libyaml; compiler/io/fastload.py).
-$(YAML_EXT): yamlext/fastyaml.c yamlext/build.sh $(VENV)/.installed
+# The loader's native fast path (yamlext/fastyaml.c with libyaml; compiler/io/fastload.py)
+# and the emitter's (yamlext/fastemit.c; compiler/io/emit.py).
+$(YAML_EXT): yamlext/fastyaml.c yamlext/fastemit.c yamlext/fastemit.h yamlext/build.sh $(VENV)/.installed
 	yamlext/build.sh $@ $(BIN)/python
 
 # Upstream's Flux script templates, from the pinned Kubeflow Trainer Go module (not kept in

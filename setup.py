@@ -9,11 +9,12 @@ every command that would apply policies exits 2 with the install hint; TJC_REQUI
 a missing Go a build error instead (`make wheels` sets it). An editable install (`make setup`)
 skips this step: the checkout's build/cue/libtjccue.so is used there.
 
-The loader's native fast path (`yamlext/fastyaml.c`, linked with libyaml) becomes the
-extension module `compiler._native._fastyaml`, built for the stable ABI of Python 3.10 and
-later, so the wheel is tagged cp310-abi3-<platform>. It is optional: without a C compiler or
-libyaml's headers the package is built without it (a warning says so) and loads YAML with
-PyYAML alone, the same values a little slower. An editable install skips it too
+The loader's native fast path (`yamlext/fastyaml.c`, linked with libyaml) and the emitter's
+(`yamlext/fastemit.c`) become the extension module `compiler._native._fastyaml`, built for
+the stable ABI of Python 3.10 and later, so the wheel is tagged cp310-abi3-<platform>. It is
+optional: without a C compiler or libyaml's headers the package is built without it (a
+warning says so), loads YAML with PyYAML alone and writes it with the Python emitter, the
+same values a little slower. An editable install skips it too
 (`make setup` builds build/yaml/ instead).
 
 The release wheels (`make wheels`, packaging/wheels/build.sh) are built from the sdist with
@@ -138,7 +139,8 @@ def _static_libyaml() -> str | None:
     return found if os.path.isabs(found) and Path(found).is_file() else None
 
 
-FAST_YAML = Extension("compiler._native._fastyaml", ["yamlext/fastyaml.c"],
+FAST_YAML = Extension("compiler._native._fastyaml",
+                      ["yamlext/fastyaml.c", "yamlext/fastemit.c"],
                       define_macros=[("Py_LIMITED_API", "0x030A0000")], py_limited_api=True,
                       optional=True)
 

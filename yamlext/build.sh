@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Builds the loader's native fast path (fastyaml.c, see compiler/io/fastload.py) for a
-# checkout: ./build.sh OUT PYTHON. Needs a C compiler and libyaml's headers and static
-# library (Debian's libyaml-dev, installed here when missing). The package build (setup.py)
-# compiles the same file into the wheel.
+# Builds the loader's native fast path (fastyaml.c, see compiler/io/fastload.py) and the
+# emitter's (fastemit.c, compiler/io/emit.py) for a checkout: ./build.sh OUT PYTHON. Needs a
+# C compiler and libyaml's headers and static library (Debian's libyaml-dev, installed here
+# when missing). The package build (setup.py) compiles the same files into the wheel.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 out="$1"
@@ -19,6 +19,6 @@ include="$("$python" -c 'import sysconfig; print(sysconfig.get_paths()["include"
 static="$(cc -print-file-name=libyaml.a)"
 [ -f "$static" ] || static="-lyaml"  # no static library: link the shared one
 mkdir -p "$(dirname "$out")"
-cc -O2 -Wall -Wextra -Werror -shared -fPIC -I"$include" "$here/fastyaml.c" $static \
+cc -O2 -Wall -Wextra -Werror -shared -fPIC -I"$include" "$here/fastyaml.c" "$here/fastemit.c" $static \
   -o "$out.tmp"
 mv "$out.tmp" "$out"

@@ -15,6 +15,8 @@
  * loader's walk of PyYAML's composed nodes makes them; it gives up on anchors and aliases
  * (the nodes an alias names are walked again there) and on every syntax error.
  *
+ * The module also holds the emitter's fast path (`emit`, fastemit.c; compiler/io/emit.py).
+ *
  * Built against the limited API (abi3) and linked with libyaml 0.2.5, the version PyYAML's
  * own C loader uses, so both paths read the same grammar.
  */
@@ -23,6 +25,8 @@
 #include <Python.h>
 #include <string.h>
 #include <yaml.h>
+
+#include "fastemit.h"
 
 #define MAX_DEPTH 512
 
@@ -459,6 +463,8 @@ static PyMethodDef methods[] = {
      "stream(data, cache, plain, missing, words, starts): the documents of `data`."},
     {"positions", new_positions, METH_VARARGS,
      "positions(data, max_depth, max_nodes): each document's field path -> (line, col)."},
+    {"emit", fastemit_emit, METH_VARARGS,
+     "emit(obj, texts, max_texts, scalar_string, scalar): a dict as one YAML document."},
     {NULL, NULL, 0, NULL},
 };
 

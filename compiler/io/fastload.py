@@ -1,4 +1,5 @@
 """The loader's native fast path: libyaml events built straight into Python values.
+(The same compiled module holds the emitter's, `emitter`; `compiler.io.emit` uses it.)
 
 `yamlext/fastyaml.c`, compiled into the package as `compiler/_native/_fastyaml` (setup.py)
 or into a checkout's build/yaml by `make setup`, builds what the loader's plain loader builds
@@ -74,6 +75,13 @@ class Plain(NamedTuple):
 def available() -> bool:
     """Whether the compiled fast path is in use."""
     return _NATIVE is not None
+
+
+def emitter() -> Callable[..., str] | None:
+    """The emitter's compiled fast path (`emit(obj, texts, max_texts, scalar_string,
+    scalar)`, see `compiler.io.emit`), or None without the compiled module (or one built
+    before it had one)."""
+    return getattr(_NATIVE, "emit", None)
 
 
 def stream(text: str, plain: Plain) -> Iterator[Any] | None:
