@@ -104,12 +104,15 @@ def port_problems(value: Any) -> list[str]:
     return port_name_problems(value) if isinstance(value, str) else []
 
 
+_ENV_NAME = re.compile("[ -<>-~]+")  # printable ASCII (space to tilde) but '=' (0x3d)
+
+
 def env_name_problems(value: str) -> list[str]:
     """`IsRelaxedEnvVarName` (the rule since RelaxedEnvironmentVariableValidation went GA in
     1.34, locked on): printable ASCII other than '='."""
     if not value:
         return ["environment variable name must be non-empty"]
-    if any(not " " <= ch <= "~" or ch == "=" for ch in value):
+    if not _ENV_NAME.fullmatch(value):
         return ["a valid environment variable name must consist only of printable ASCII "
                 "characters other than '='"]
     return []

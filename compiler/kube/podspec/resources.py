@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 from compiler.kube.objectmeta import is_qualified_name
@@ -55,9 +56,8 @@ def requirements(holder: dict[str, Any], at: tuple[Any, ...], scope: Scope
     groups = {g: holder[g] for g in ("limits", "requests") if isinstance(holder.get(g), dict)}
     for group, amounts in groups.items():
         for name, amount in amounts.items():
-            for msg in name_problems(name):
-                yield Problem(RULE, (*at, group, name), f"resource name {name!r}: {msg}")
-            yield from _amount(name, amount, (*at, group, name))
+            for rule, msg in _findings(name, amount if _hashable(amount) else None):
+                yield Problem(rule, (*at, group, name), msg)
     if scope >= Scope.PODS:
         yield from _relations(groups.get("requests", {}), groups.get("limits", {}), at)
 
@@ -88,6 +88,19 @@ def _value(amount: Any) -> Fraction | None:
         return None
 
 
+def _defaulted(amount: Any) -> Fraction | None:
+    """An amount as the v1 defaults leave it (`_milli`), None when it is no quantity."""
+    if isinstance(amount, bool) or not isinstance(amount, (str, int, float)):
+        return None
+    return _defaulted_quantity(amount)
+
+
+@lru_cache(maxsize=1024, typed=True)  # bounded; a repository's amounts repeat
+def _defaulted_quantity(amount: str | int | float) -> Fraction | None:
+    value = _value(amount)
+    return None if value is None else _milli(value)
+
+
 def _milli(value: Fraction) -> Fraction:
     """`SetDefaults_ResourceList`: rounded up (away from zero) to the milli unit."""
     scaled = value * 1000
@@ -95,16 +108,27 @@ def _milli(value: Fraction) -> Fraction:
     return Fraction(whole, 1000)
 
 
-def _amount(name: str, amount: Any, at: tuple[Any, ...]) -> Iterator[Problem]:
+def _hashable(amount: Any) -> bool:
+    """Whether an amount is a scalar (a key for `_findings`)."""
+    return amount is None or isinstance(amount, (str, int, float))
+
+
+@lru_cache(maxsize=1024, typed=True)  # bounded; a repository's names and amounts repeat
+def _findings(name: str, amount: str | int | float | bool | None
+              ) -> tuple[tuple[str, str], ...]:
+    """(rule, message) of each problem of one amount of one resource (its name's, then its
+    value's; a value of another type has only its name's)."""
+    out = [(RULE, f"resource name {name!r}: {msg}") for msg in name_problems(name)]
     if isinstance(amount, bool) or not isinstance(amount, (str, int)):
-        return
+        return tuple(out)
     problem = amount_problem(name, amount)
     if problem is not None:
-        yield Problem(problem[0], at, problem[1])
+        out.append(problem)
     value = _value(amount)
     if name.startswith("hugepages-") and value is not None and not _whole_pages(name, value):
-        yield Problem(RULE, at, f"{name} is {shown(amount)}: expected a whole number of "
-                      f"{name[len('hugepages-'):]} pages")
+        out.append((RULE, f"{name} is {shown(amount)}: expected a whole number of "
+                    f"{name[len('hugepages-'):]} pages"))
+    return tuple(out)
 
 
 def _whole_pages(name: str, value: Fraction) -> bool:
@@ -124,7 +148,7 @@ def overcommit(name: str) -> bool:
 def _relations(requests: dict[str, Any], limits: dict[str, Any], at: tuple[Any, ...]
                ) -> Iterator[Problem]:
     for name, amount in requests.items():
-        request = _value(amount)
+        request = _defaulted(amount)
         if request is None:
             continue
         if name not in limits:
@@ -133,13 +157,13 @@ def _relations(requests: dict[str, Any], limits: dict[str, Any], at: tuple[Any, 
                               "a resource that cannot be overcommitted needs a limit equal to "
                               "the request")
             continue
-        limit = _value(limits[name])
+        limit = _defaulted(limits[name])
         if limit is None:
             continue
-        if not overcommit(name) and _milli(request) != _milli(limit):
+        if not overcommit(name) and request != limit:
             yield Problem(RULE, (*at, "requests"), f"{name} request {shown(amount)} differs from "
                           f"its limit {shown(limits[name])}; expected them equal")
-        elif _milli(request) > _milli(limit):
+        elif request > limit:
             yield Problem(RULE, (*at, "requests"), f"{name} request {shown(amount)} is above "
                           f"its limit {shown(limits[name])}; expected at most the limit")
     hugepages = any(n.startswith("hugepages-") for n in (*requests, *limits))
