@@ -3,8 +3,9 @@
  * compiler/io/fastload.py is its only user. It builds the same values as the loader's
  * PlainLoader (compiler/io/yamlread.py) for the YAML it understands, and gives up on anything
  * else: every tag, anchor and alias, a merge key (`<<`), complex or non-string keys,
- * duplicate keys, plain scalars the resolver cannot turn into a JSON value, nesting deeper
- * than MAX_DEPTH, and every syntax error. Giving up raises `Fallback`; the caller then loads the text with the
+ * duplicate keys, plain scalars the resolver cannot turn into a JSON value, a collection
+ * nested more than `deepest` levels (the caller's bound, at most MAX_DEPTH), and every syntax
+ * error. Giving up raises `Fallback`; the caller then loads the text with the
  * full loader, which reports what is wrong at its position. Plain scalars are resolved by
  * the caller's function (kubectl's rules live in Python, in one place) through its cache,
  * except a text that neither starts with one of the caller's `starts` nor is one of its
@@ -44,6 +45,7 @@ typedef struct {
     const char *starts; /* the first characters of plain texts that may not be strings */
     Py_ssize_t nstarts;
     Py_ssize_t max_depth, max_nodes; /* positions: where recording stops */
+    Py_ssize_t deepest; /* values: give up on a collection nested deeper than this */
     int positions;     /* 1: the documents' position tables instead of their values */
     int started, ended;
 } Stream;
@@ -177,12 +179,13 @@ static PyObject *node(Stream *s, yaml_event_t *event, int depth) {
     case YAML_SCALAR_EVENT:
         return scalar(s, event);
     case YAML_MAPPING_START_EVENT:
-        if (event->data.mapping_start.anchor != NULL || event->data.mapping_start.tag != NULL)
+        if (event->data.mapping_start.anchor != NULL || event->data.mapping_start.tag != NULL ||
+            depth >= s->deepest)
             return give_up();
         return mapping(s, depth);
     case YAML_SEQUENCE_START_EVENT:
         if (event->data.sequence_start.anchor != NULL ||
-            event->data.sequence_start.tag != NULL)
+            event->data.sequence_start.tag != NULL || depth >= s->deepest)
             return give_up();
         return sequence(s, depth);
     default:
@@ -422,12 +425,13 @@ static Stream *new_parser(PyObject *data) {
 }
 
 /* stream(data: bytes, cache: dict, plain: Callable[[str], Any], missing: object,
- *        words: frozenset[str], starts: str) */
+ *        words: frozenset[str], starts: str, deepest: int = MAX_DEPTH) */
 static PyObject *new_stream(PyObject *module, PyObject *args) {
     PyObject *data, *cache, *plain, *missing, *words, *starts;
+    Py_ssize_t deepest = MAX_DEPTH;
     (void)module;
-    if (!PyArg_ParseTuple(args, "O!O!OOO!U", &PyBytes_Type, &data, &PyDict_Type, &cache,
-                          &plain, &missing, &PyFrozenSet_Type, &words, &starts))
+    if (!PyArg_ParseTuple(args, "O!O!OOO!U|n", &PyBytes_Type, &data, &PyDict_Type, &cache,
+                          &plain, &missing, &PyFrozenSet_Type, &words, &starts, &deepest))
         return NULL;
     Py_ssize_t nstarts;
     const char *start_chars = PyUnicode_AsUTF8AndSize(starts, &nstarts);
@@ -441,6 +445,7 @@ static PyObject *new_stream(PyObject *module, PyObject *args) {
     Py_INCREF(starts);
     s->cache = cache, s->plain = plain, s->missing = missing;
     s->words = words, s->starts_text = starts, s->starts = start_chars, s->nstarts = nstarts;
+    s->deepest = deepest < MAX_DEPTH ? deepest : MAX_DEPTH;
     return (PyObject *)s;
 }
 
@@ -460,7 +465,7 @@ static PyObject *new_positions(PyObject *module, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"stream", new_stream, METH_VARARGS,
-     "stream(data, cache, plain, missing, words, starts): the documents of `data`."},
+     "stream(data, cache, plain, missing, words, starts, deepest=512): the documents."},
     {"positions", new_positions, METH_VARARGS,
      "positions(data, max_depth, max_nodes): each document's field path -> (line, col)."},
     {"emit", fastemit_emit, METH_VARARGS,

@@ -84,13 +84,15 @@ def emitter() -> Callable[..., str] | None:
     return getattr(_NATIVE, "emit", None)
 
 
-def stream(text: str, plain: Plain) -> Iterator[Any] | None:
+def stream(text: str, plain: Plain, deepest: int | None = None) -> Iterator[Any] | None:
     """The documents of `text` as the plain loader builds them, lazily; iterating raises
-    `Fallback` where the fast path stops. None when there is no compiled module."""
+    `Fallback` where the fast path stops (also at a collection nested more than `deepest`
+    levels, when given). None when there is no compiled module."""
     data = _utf8(text)
     if _NATIVE is None or data is None:
         return None
-    documents: Iterator[Any] = _NATIVE.stream(data, *plain)
+    bound = () if deepest is None else (deepest,)
+    documents: Iterator[Any] = _NATIVE.stream(data, *plain, *bound)
     return documents
 
 

@@ -13,6 +13,7 @@ one besides the CLI that touches files.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import re
 import sys
@@ -32,6 +33,7 @@ from compiler.io import fastload, kubectlstream
 from compiler.io.kubectlstream import BadSeparator, Part
 from compiler.io.lazyyaml import is_yaml_error
 from compiler.io.loadlimits import (
+    MAX_DEPTH,
     MAX_NODES,
     expanded_limit,
     expansion_problem,
@@ -246,32 +248,44 @@ def iter_source(source: Source) -> Iterator[Document | Diagnostic]:
     if source.in_parts():
         yield from _read_parts(source)
         return
-    deep = too_deep(source.text)
-    if deep is not None:
-        source.limit = deep[0]
     limit = expanded_limit(len(source.text)) if "*" in source.text else 0
+    deep: list[tuple[int, int, int]] = []
     try:
-        yield from _documents(source, limit)
+        yield from _documents(source, limit, deep)
     except Exception as exc:
         if not is_yaml_error(exc):
             raise
         yield _syntax_error(source, exc)
-    if deep is not None:
-        yield too_deep_error(deep[0]).at(Location(source.name, deep[1], deep[2]))
+    for index, line, column in deep:
+        yield too_deep_error(index).at(Location(source.name, line, column))
 
 
-def _documents(source: Source, limit: int) -> Iterator[Document | Diagnostic]:
-    """The documents before `source.limit`, built; `limit` bounds alias expansion (0: none)."""
-    if source.limit == 0:
-        return
+def _documents(source: Source, limit: int, deep: list[tuple[int, int, int]]
+               ) -> Iterator[Document | Diagnostic]:
+    """The documents before the first one nested too deeply (put in `deep`, and the stream's
+    `limit`), built; `limit` bounds alias expansion (0: none). The depth scan runs only where
+    the full path starts: the C fast path builds no document nested more than MAX_DEPTH
+    levels (it gives up there), and libyaml's composer must not meet one."""
     text = kubectlstream.ended(source.text)
-    fast = None if limit else fastload.stream(text, FAST_PLAIN)
-    documents = fastload.with_fallback(fast, lambda: _pyyaml(text, limit))
+    fast = None if limit else fastload.stream(text, FAST_PLAIN, MAX_DEPTH)
+    documents = fastload.with_fallback(fast, lambda: _full_path(source, text, limit, deep))
     for index, data in enumerate(documents):
         if data is not None:
             yield from _checked(Document({}, source, index), data, limit)
         if source.limit is not None and index + 1 >= source.limit:
             return
+
+
+def _full_path(source: Source, text: str, limit: int, deep: list[tuple[int, int, int]]
+               ) -> Iterator[Any]:
+    """The documents PyYAML's loaders build, none from the first one nested too deeply on
+    (found here, before anything is composed: it is recorded in `deep` and `source.limit`)."""
+    found = too_deep(source.text)
+    if found is None:
+        return _pyyaml(text, limit)
+    deep.append(found)
+    source.limit = found[0]
+    return itertools.islice(_pyyaml(text, limit), found[0])
 
 
 def _read_parts(source: Source) -> Iterator[Document | Diagnostic]:

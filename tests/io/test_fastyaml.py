@@ -161,10 +161,40 @@ def _documents(text: str, native: bool, monkeypatch: pytest.MonkeyPatch) -> list
     "kind: A\n---\n- 1\n---\nkind: C\nv: .nan\n",
     "apiVersion: v1\nkind: List\nitems: [{a: 1}, 2]\n",
     "---\n---\nkind: A\n...\n", "", "# only a comment\n",
+    # nesting: 100 levels are read, 101 end the stream there (TJC-INPUT-TOO-DEEP), wherever
+    # the fast path stops
+    f"kind: A\n---\nkind: B\nx: {'[' * 99}1{']' * 99}\n---\nkind: C\n",
+    f"kind: A\n---\nkind: B\nx: {'[' * 100}1{']' * 100}\n---\nkind: C\n",
+    f"{'[' * 101}{']' * 101}\n---\nkind: C\n",
+    f"kind: A\ny: &a 1\n---\nkind: B\nx: {'[' * 100}{']' * 100}\n---\nkind: C\n",
+    "kind: A\n---\n" + "".join(f"{' ' * i}k{i}:\n" for i in range(101)) + "---\nkind: C\n",
 ])
 def test_loader_documents_and_diagnostics_equal_the_full_paths(
         text: str, monkeypatch: pytest.MonkeyPatch) -> None:
     assert _documents(text, True, monkeypatch) == _documents(text, False, monkeypatch)
+
+
+def test_a_stream_nested_deep_enough_stops_at_the_deep_document(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    text = f"kind: A\n---\nkind: B\nx: {'[' * 100}{']' * 100}\n---\nkind: C\n"
+    found = _documents(text, True, monkeypatch)
+    assert found[0][0] == 0 and len(found) == 2 and "TJC-INPUT-TOO-DEEP" in found[1]
+    assert "Location(file='in.yaml', line=4, col=103)" in found[1]  # the 101st level's start
+
+
+def test_no_depth_scan_where_the_fast_path_reads_the_whole_stream(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The depth scan (a second parse of the whole text) runs only where the full path must
+    compose: a long stream with flow collections is parsed once."""
+    text = "".join(f"---\nkind: K{i}\nargs: [a, {{b: [c]}}]\nempty: {{}}\n" for i in range(200))
+
+    def scanned(_: str) -> None:
+        raise AssertionError("the depth scan ran")
+
+    monkeypatch.setattr(loader, "too_deep", scanned)
+    documents = list(loader.iter_source(loader.Source("in.yaml", text)))
+    assert [d.data["kind"] for d in documents if not isinstance(d, Diagnostic)] == \
+        [f"K{i}" for i in range(200)]
 
 
 def _lines(draw: Any) -> Iterator[str]:
