@@ -121,7 +121,9 @@ def python_yaml(obj: dict[str, Any]) -> str:
 
 def yaml_stream(objects: list[dict[str, Any]]) -> str:
     """Several objects as a multi-document YAML stream."""
-    return "".join("---\n" + to_yaml(obj) for obj in objects)
+    if not objects:
+        return ""
+    return "---\n" + "---\n".join(map(to_yaml, objects))
 
 
 def to_json(value: Any) -> str:
