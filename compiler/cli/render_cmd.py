@@ -22,15 +22,13 @@ from compiler.cli import (
     release_opt,
     runtimes_opt,
 )
+from compiler.cli.filepipeline import FilePipeline, serve
 from compiler.common.diagnostics import Diagnostic, Location, error, has_errors
 from compiler.common.errors import InputError
 from compiler.common.records import dataclass
 from compiler.core.context import CompileOptions, SSHKeySource
 from compiler.io import emit
-from compiler.io.builtin import builtin_runtimes
-from compiler.io.inputs import Namespaces, runtime_files, runtime_table
 from compiler.io.loader import Document, SourceFiles
-from compiler.io.placement import in_namespace
 from compiler.pipeline.names import Met, Names
 from compiler.pipeline.session import JobResult, Session
 from compiler.render.pipeline import render_source
@@ -159,51 +157,20 @@ class Job:
 Event = Job | list[Diagnostic]
 
 
-class Pipeline:
-    """What a process needs to render the files of the inputs: in the parent built from all
-    of them (the first pass), in a `-j` worker from the files holding runtimes (none until
-    the parent's first pass has found them: see `with_runtimes`)."""
+class Pipeline(FilePipeline[tuple[list[Event], list[Diagnostic]]]):
+    """What a process needs to render the files of the inputs (`FilePipeline`), with the
+    compile options of the run (no policies with `--no-validate`)."""
 
     def __init__(self, args: argparse.Namespace, sources: SourceFiles,
                  runtime_files: SourceFiles | None = None) -> None:
-        self.args, self.sources = args, sources
-        self.versions: release_opt.Versions = args.versions
-        version = self.versions.release.version
-        self.builtin = [] if args.no_builtin_runtimes else list(builtin_runtimes(version))
-        extra, unreadable = runtimes_opt.extra_runtimes(args, sources)
-        self.builtin += [in_namespace(doc, args.placement) for doc in extra]
-        first = sources if runtime_files is None else runtime_files
-        self.namespaces = Namespaces()
-        self.table, self.notes = runtime_table(first, self.builtin, args.placement,
-                                               self.namespaces)
-        self.notes[:0] = unreadable
+        super().__init__(args, sources, runtime_files, policies=not args.no_validate)
         self.options = CompileOptions(ssh_keys=_ssh_keys(args.mpi_ssh_key),
-                                      name_hash=args.name_hash, trainer_version=version)
-        self.checker = None if args.no_validate else policy_opts.build(args)
-        self.session = self._session()
-        self.reported = len(self.checker.policies.errors) if self.checker else 0
+                                      name_hash=args.name_hash,
+                                      trainer_version=self.versions.release.version)
 
-    def _session(self) -> Session:
-        if self.checker is not None:
-            self.checker.use_namespaces(self.namespaces.labels)
+    def new_session(self) -> Session:
         return Session(self.table, policies=self.checker, fields=self.args.field_validation,
                        release=self.versions.release, jobset=self.versions.jobset)
-
-    def with_runtimes(self, names: frozenset[str]) -> Pipeline:
-        """A worker's pipeline with the runtimes (and labelled Namespaces) of these input
-        files too."""
-        if names:
-            self.namespaces = Namespaces()
-            self.table, _ = runtime_table(self.sources.subset(names), self.builtin,
-                                          self.args.placement, self.namespaces)
-            self.session = self._session()
-        return self
-
-    def plan(self) -> jobs.Plan[tuple[list[Event], list[Diagnostic]]]:
-        """This pipeline over its files, and the files a worker reads runtimes and labelled
-        Namespaces from."""
-        shared = frozenset(runtime_files(self.table) | self.namespaces.files)
-        return jobs.Plan(self.task, shared, len(self.sources))
 
     def task(self, indices: list[int]) -> tuple[list[Event], list[Diagnostic]]:
         """The events of these files in order, and the policy errors first met there."""
@@ -211,9 +178,7 @@ class Pipeline:
                   for item in render_source(self.sources[i], self.session, self.options,
                                             self.args.placement,
                                             validate=not self.args.no_validate)]
-        new = self.checker.policies.errors[self.reported:] if self.checker else []
-        self.reported += len(new)
-        return events, list(new)
+        return events, self.new_policy_errors()
 
     def _event(self, item: JobResult | Diagnostic) -> Event:
         if isinstance(item, Diagnostic):
@@ -228,9 +193,7 @@ def _worker(payload: tuple[argparse.Namespace, SourceFiles]
             ) -> Callable[[frozenset[str]], jobs.Task]:
     """A worker's setup before the parent's first pass: everything but the input runtimes."""
     args, sources = payload
-    pipeline = Pipeline(args, sources, sources.subset(set()))
-    collect.started()
-    return lambda names: pipeline.with_runtimes(names).task
+    return serve(Pipeline(args, sources, sources.subset(set())))
 
 
 def _text(args: argparse.Namespace, objects: list[dict[str, Any]]) -> str:

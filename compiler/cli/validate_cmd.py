@@ -22,6 +22,7 @@ from compiler.cli import (
     release_opt,
     runtimes_opt,
 )
+from compiler.cli.filepipeline import FilePipeline, serve
 from compiler.common.diagnostics import Diagnostic, Severity
 from compiler.io.loader import SourceFiles, read_sources
 from compiler.validate.locations import Context
@@ -161,64 +162,28 @@ def _add(args: argparse.Namespace, out: report_out.Report, d: Diagnostic) -> Non
         out.add(d)
 
 
-class Pipeline:
-    """What a process needs to validate the files of the inputs: in the parent built from
-    all of them (the first pass), in a `-j` worker from the files holding runtimes (none
-    until the parent's first pass has found them: see `with_runtimes`)."""
+class Pipeline(FilePipeline[tuple[list[Diagnostic], list[Diagnostic], list["Met"]]]):
+    """What a process needs to validate the files of the inputs (`FilePipeline`), with the
+    previous versions `--against` names."""
 
     def __init__(self, args: argparse.Namespace, sources: SourceFiles,
                  runtime_files: SourceFiles | None = None) -> None:
-        from compiler.io.builtin import builtin_runtimes
-        from compiler.io.inputs import Namespaces, runtime_table
-        from compiler.io.placement import in_namespace
-        from compiler.validate.documents import previous_versions
-
-        self.args, self.sources = args, sources
-        self.versions: release_opt.Versions = args.versions
-        self.builtin = [] if args.no_builtin_runtimes else \
-            list(builtin_runtimes(self.versions.release.version))
-        extra, unreadable = runtimes_opt.extra_runtimes(args, sources)
-        self.builtin += [in_namespace(doc, args.placement) for doc in extra]
-        first = sources if runtime_files is None else runtime_files
-        self.namespaces = Namespaces()
-        self.table, self.notes = runtime_table(first, self.builtin, args.placement,
-                                               self.namespaces)
-        self.notes[:0] = unreadable
-        previous = read_sources(args.against) if args.against else []
-        self.checker = policy_opts.build(args)
-        self.old, problems = previous_versions(previous, args.placement)
-        self.notes += problems
-        self.session = self._session()
-        self.reported = len(self.checker.policies.errors) if self.checker else 0
+        super().__init__(args, sources, runtime_files)
         self._sent: set[Diagnostic] = set()
 
-    def _session(self) -> Session:
+    def read_more(self) -> None:
+        """The previous versions `--against` names."""
+        from compiler.validate.documents import previous_versions
+
+        previous = read_sources(self.args.against) if self.args.against else []
+        self.old, problems = previous_versions(previous, self.args.placement)
+        self.notes += problems
+
+    def new_session(self) -> Session:
         from compiler.pipeline.session import Session
 
-        if self.checker is not None:
-            self.checker.use_namespaces(self.namespaces.labels)
         return Session(self.table, self.old, self.checker, self.args.field_validation,
                        self.versions.release, self.versions.jobset)
-
-    def with_runtimes(self, names: frozenset[str]) -> Pipeline:
-        """A worker's pipeline with the runtimes (and labelled Namespaces) of these input
-        files too."""
-        from compiler.io.inputs import Namespaces, runtime_table
-
-        if names:
-            self.namespaces = Namespaces()
-            self.table, _ = runtime_table(self.sources.subset(names), self.builtin,
-                                          self.args.placement, self.namespaces)
-            self.session = self._session()
-        return self
-
-    def plan(self) -> jobs.Plan[tuple[list[Diagnostic], list[Diagnostic], list[Met]]]:
-        """This pipeline over its files, and the files a worker reads runtimes and labelled
-        Namespaces from."""
-        from compiler.io.inputs import runtime_files
-
-        shared = frozenset(runtime_files(self.table) | self.namespaces.files)
-        return jobs.Plan(self.task, shared, len(self.sources))
 
     def _first(self, d: Diagnostic) -> bool:
         """Whether this process meets this policy diagnostic for the first time. A runtime's
@@ -241,18 +206,14 @@ class Pipeline:
                  for d in validate_source(self.session, self.sources[i], self.args.placement,
                                           met)
                  if d.subject != "policy" or self._first(d)]
-        new = self.checker.policies.errors[self.reported:] if self.checker else []
-        self.reported += len(new)
-        return found, list(new), met
+        return found, self.new_policy_errors(), met
 
 
 def _worker(payload: tuple[argparse.Namespace, SourceFiles]
             ) -> Callable[[frozenset[str]], jobs.Task]:
     """A worker's setup before the parent's first pass: everything but the input runtimes."""
     args, sources = payload
-    pipeline = Pipeline(args, sources, sources.subset(set()))
-    collect.started()
-    return lambda names: pipeline.with_runtimes(names).task
+    return serve(Pipeline(args, sources, sources.subset(set())))
 
 
 def exit_code(diagnostics: list[Diagnostic], *, strict: bool) -> int:
