@@ -14,7 +14,9 @@
  * `positions` walks the same events for the loader's position tables (field path ->
  * (line, column) of where its value starts, the first occurrence of a path winning), as the
  * loader's walk of PyYAML's composed nodes makes them; it gives up on anchors and aliases
- * (the nodes an alias names are walked again there) and on every syntax error.
+ * (the nodes an alias names are walked again there) and on every syntax error. With a
+ * `wanted` function it makes the table only of the documents that function names, and None
+ * for the others (whose events it still reads).
  *
  * The module also holds the emitter's fast path (`emit`, fastemit.c; compiler/io/emit.py).
  *
@@ -46,6 +48,8 @@ typedef struct {
     Py_ssize_t nstarts;
     Py_ssize_t max_depth, max_nodes; /* positions: where recording stops */
     Py_ssize_t deepest; /* values: give up on a collection nested deeper than this */
+    PyObject *wanted;  /* positions: document index -> whether its table is made, or NULL */
+    Py_ssize_t index;  /* the index of the next document */
     int positions;     /* 1: the documents' position tables instead of their values */
     int started, ended;
 } Stream;
@@ -321,6 +325,28 @@ static PyObject *positions_of(Stream *s, yaml_event_t *event) {
     return table;
 }
 
+/* The position table of the next document, or None when `wanted` says it is not wanted
+ * (its events are read as for a table: an anchor or alias gives up there too). */
+static PyObject *document_positions(Stream *s, yaml_event_t *event) {
+    if (s->wanted != NULL) {
+        PyObject *index = PyLong_FromSsize_t(s->index);
+        PyObject *answer = index == NULL ? NULL
+                                         : PyObject_CallFunctionObjArgs(s->wanted, index, NULL);
+        Py_XDECREF(index);
+        int wanted = answer == NULL ? -1 : PyObject_IsTrue(answer);
+        Py_XDECREF(answer);
+        if (wanted < 0)
+            return NULL;
+        if (!wanted) {
+            if (walk(s, event, NULL, NULL, 0, 0) < 0)
+                return NULL;
+            Py_INCREF(Py_None);
+            return Py_None;
+        }
+    }
+    return positions_of(s, event);
+}
+
 /* Expect one event of `type` (and drop it). */
 static int expect(Stream *s, yaml_event_type_t type) {
     yaml_event_t event;
@@ -359,7 +385,7 @@ static PyObject *stream_next(PyObject *self) {
     }
     if (next_event(s, &event) < 0)
         goto failed;
-    PyObject *value = s->positions ? positions_of(s, &event) : node(s, &event, 0);
+    PyObject *value = s->positions ? document_positions(s, &event) : node(s, &event, 0);
     yaml_event_delete(&event);
     if (value == NULL)
         goto failed;
@@ -367,6 +393,7 @@ static PyObject *stream_next(PyObject *self) {
         Py_DECREF(value);
         goto failed;
     }
+    s->index++;
     return value;
 failed:
     s->ended = 1;
@@ -383,6 +410,7 @@ static void stream_dealloc(PyObject *self) {
     Py_XDECREF(s->missing);
     Py_XDECREF(s->words);
     Py_XDECREF(s->starts_text);
+    Py_XDECREF(s->wanted);
     freefunc release = (freefunc)PyType_GetSlot(type, Py_tp_free);
     release(self);
     Py_DECREF(type);
@@ -449,17 +477,23 @@ static PyObject *new_stream(PyObject *module, PyObject *args) {
     return (PyObject *)s;
 }
 
-/* positions(data: bytes, max_depth: int, max_nodes: int) */
+/* positions(data: bytes, max_depth: int, max_nodes: int,
+ *           wanted: Callable[[int], bool] | None = None) */
 static PyObject *new_positions(PyObject *module, PyObject *args) {
-    PyObject *data;
+    PyObject *data, *wanted = Py_None;
     Py_ssize_t max_depth, max_nodes;
     (void)module;
-    if (!PyArg_ParseTuple(args, "O!nn", &PyBytes_Type, &data, &max_depth, &max_nodes))
+    if (!PyArg_ParseTuple(args, "O!nn|O", &PyBytes_Type, &data, &max_depth, &max_nodes,
+                          &wanted))
         return NULL;
     Stream *s = new_parser(data);
     if (s == NULL)
         return NULL;
     s->positions = 1, s->max_depth = max_depth, s->max_nodes = max_nodes;
+    if (wanted != Py_None) {
+        Py_INCREF(wanted);
+        s->wanted = wanted;
+    }
     return (PyObject *)s;
 }
 
@@ -467,7 +501,7 @@ static PyMethodDef methods[] = {
     {"stream", new_stream, METH_VARARGS,
      "stream(data, cache, plain, missing, words, starts, deepest=512): the documents."},
     {"positions", new_positions, METH_VARARGS,
-     "positions(data, max_depth, max_nodes): each document's field path -> (line, col)."},
+     "positions(data, max_depth, max_nodes, wanted=None): each document's table, or None."},
     {"emit", fastemit_emit, METH_VARARGS,
      "emit(obj, texts, max_texts, scalar_string, scalar): a dict as one YAML document."},
     {NULL, NULL, 0, NULL},

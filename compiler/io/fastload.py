@@ -96,15 +96,19 @@ def stream(text: str, plain: Plain, deepest: int | None = None) -> Iterator[Any]
     return documents
 
 
-def positions(text: str, max_depth: int, max_nodes: int) -> Iterator[dict[Any, Any]] | None:
+def positions(text: str, max_depth: int, max_nodes: int,
+              wanted: Callable[[int], bool] | None = None
+              ) -> Iterator[dict[Any, Any] | None] | None:
     """Each document's position table (field path -> 1-based (line, column)), lazily, as the
     loader's walk of composed nodes makes it (no path deeper than `max_depth`, no more than
-    about `max_nodes` paths); iterating raises `Fallback` where the fast path stops (an
+    about `max_nodes` paths); with `wanted`, None for a document whose index it does not
+    name (its table is not made). Iterating raises `Fallback` where the fast path stops (an
     anchor, an alias, a syntax error). None when there is no compiled module."""
     data = _utf8(text)
     if _NATIVE is None or data is None:
         return None
-    tables: Iterator[dict[Any, Any]] = _NATIVE.positions(data, max_depth, max_nodes)
+    tables: Iterator[dict[Any, Any] | None] = _NATIVE.positions(data, max_depth, max_nodes,
+                                                                 wanted)
     return tables
 
 

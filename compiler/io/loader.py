@@ -66,8 +66,10 @@ class Source:
     text: str
     _positions: OrderedDict[int, dict[FieldPath, tuple[int, int]]] = field(
         default_factory=OrderedDict, repr=False)
-    _pending: Iterator[dict[FieldPath, tuple[int, int]]] | None = field(default=None, repr=False)
+    _pending: Iterator[dict[FieldPath, tuple[int, int]] | None] | None = field(
+        default=None, repr=False)
     _next: int = field(default=0, repr=False)
+    _seeking: list[int] = field(default_factory=lambda: [0], repr=False)  # the index asked
     limit: int | None = field(default=None, repr=False)
     stream: bool = field(default=True, repr=False)
     _parts: bool | None = field(default=None, repr=False)
@@ -91,15 +93,17 @@ class Source:
             self._positions.move_to_end(index)
             return table
         if self._pending is None or index < self._next:
+            seeking = self._seeking  # (not self: the compiled walk keeps what it is handed)
             self._pending, self._next = _part_positions(self) if self.in_parts() else \
-                _compose_positions(self.text), 0
+                _compose_positions(self.text, lambda i: i == seeking[0]), 0
+        self._seeking[0] = index
         while self._next <= index:
-            found = next(self._pending, None)
-            if found is None:
+            found = next(self._pending, _END)
+            if found is _END:
                 return {}
             self._next += 1
             table = found
-        assert table is not None
+        assert table is not None, "the walk made the table asked for"
         self._positions[index] = table
         if len(self._positions) > POSITION_TABLES:
             self._positions.popitem(last=False)
@@ -131,8 +135,14 @@ class Document:
         return str(self.data.get("kind", ""))
 
 
-def _compose_positions(text: str) -> Iterator[dict[FieldPath, tuple[int, int]]]:
-    fast = fastload.positions(text, _POSITION_DEPTH, MAX_NODES)
+_END: Any = object()
+
+
+def _compose_positions(text: str, wanted: Callable[[int], bool] | None = None
+                       ) -> Iterator[dict[FieldPath, tuple[int, int]] | None]:
+    """The position table of each document of `text`; None for those `wanted` does not name
+    (the compiled walk makes only those it names; the full path makes every table)."""
+    fast = fastload.positions(text, _POSITION_DEPTH, MAX_NODES, wanted)
     try:
         yield from fastload.with_fallback(fast, lambda: map(_table, yaml.compose_all(
             text, Loader=yaml.CSafeLoader)))
@@ -147,7 +157,7 @@ def _part_positions(source: Source) -> Iterator[dict[FieldPath, tuple[int, int]]
     for part in _parts_of(source):
         if isinstance(part, BadSeparator):
             return
-        table = next(_compose_positions(part.text), {})
+        table = next(_compose_positions(part.text), None) or {}
         yield {path: (line + part.line, col) for path, (line, col) in table.items()} \
             if part.line else table
 

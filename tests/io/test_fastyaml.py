@@ -197,6 +197,40 @@ def test_no_depth_scan_where_the_fast_path_reads_the_whole_stream(
         [f"K{i}" for i in range(200)]
 
 
+@pytest.mark.parametrize("native", [True, False])
+@pytest.mark.parametrize("middle", ["kind: B\nx: [1, {y: 2}]\n", "kind: B\nx: &a 1\n",
+                                    "kind: B\nx: [1\n"])
+def test_a_stream_locates_the_documents_asked_for_in_any_order(middle: str, native: bool,
+                                                              monkeypatch: pytest.MonkeyPatch
+                                                              ) -> None:
+    """Only the tables asked for are made; the others' events are read (an anchor there hands
+    the walk to the full path, a syntax error ends it) and every table is the full path's."""
+    docs = [f"kind: A{i}\nspec:\n  n: {i}\n  list:\n  - a: {i}\n" for i in range(8)]
+    text = "---\n".join([*docs[:4], middle, *docs[4:]])
+    if not native:
+        monkeypatch.setattr(fastload, "_NATIVE", None)
+    want = loader._compose_positions(text)
+    full = [next(want, {}) for _ in range(9)] if "[1\n" not in middle else []
+    source = loader.Source("in.yaml", text)
+    kind_lines = [n for n, line in enumerate(text.split("\n"), 1) if line.startswith("kind:")]
+    for index in (6, 2, 2, 8, 0, 5, 7, 1):
+        table = source.positions(index)
+        expected = full[index] if full else \
+            ({} if index >= 4 else _positions(text, False)[index])
+        assert table == expected, (index, table)
+        if full:  # the document's own `kind:` line, counted in the text
+            assert table[("kind",)] == (kind_lines[index], 7)
+
+
+def test_the_compiled_walk_makes_only_the_tables_named() -> None:
+    text = "".join(f"---\nkind: K{i}\na: {{b: [1]}}\n" for i in range(5))
+    tables = fastload.positions(text, loader._POSITION_DEPTH, MAX_NODES, lambda i: i in (1, 3))
+    assert tables is not None
+    made = list(tables)
+    assert [t is None for t in made] == [True, False, True, False, True]
+    assert made[3] == _positions(text, False)[3]
+
+
 def _lines(draw: Any) -> Iterator[str]:
     for _ in range(draw(st.integers(1, 8))):
         indent = " " * draw(st.sampled_from([0, 0, 2, 4, 1]))
