@@ -21,7 +21,7 @@ import yaml
 from compiler.io.fastload import emitter
 from compiler.io.yamlscalars import go_value
 
-_PLAIN = re.compile(r"^[A-Za-z0-9_./][A-Za-z0-9_./:=@%+()\-]*$")
+_PLAIN = re.compile(r"[A-Za-z0-9_./][A-Za-z0-9_./:=@%+()\-]*")  # whole text: fullmatch
 _NUMERIC_LIKE = re.compile(r"^[-+.]?[0-9][0-9_:.eExXoObB+\-]*$")
 _YAML11_BOOLS = frozenset({"y", "Y", "n", "N"})
 _RESOLVER = yaml.resolver.Resolver()
@@ -30,7 +30,7 @@ _RESOLVER = yaml.resolver.Resolver()
 @lru_cache(maxsize=8192)  # bounded: every image tag and env value of a run passes
 def scalar_string(text: str) -> str:
     """A string as a YAML scalar: plain when that reads back as the same string."""
-    if _PLAIN.match(text) and not text.endswith(":") and _reads_as_str(text):
+    if _PLAIN.fullmatch(text) and not text.endswith(":") and _reads_as_str(text):
         return text
     return _escape_unprintable(json.dumps(text, ensure_ascii=False))
 

@@ -124,3 +124,33 @@ def test_the_string_cache_stays_within_its_bound() -> None:
 
 def test_render_uses_the_compiled_emitter_when_it_is_built() -> None:
     assert emit._NATIVE is not None
+
+
+@pytest.mark.parametrize("text", ["abc\n", "a\n", "x.y\n", "1\n", "a\nb", "\n", "a:\n"])
+def test_a_string_with_a_line_break_at_its_end_keeps_it(text: str) -> None:
+    """A plain-looking text with a line break at its end (a `|` block scalar's value) was
+    written plain, and read back without it (`$` matches before a final line break)."""
+    obj = {"env": [{"name": "A", "value": text}], "z": "after"}
+    assert yaml.load(emit.to_yaml(obj), Loader=yamlread.PlainLoader) == obj
+    assert yaml.load(emit.python_yaml(obj), Loader=yamlread.PlainLoader) == obj
+
+
+def test_render_keeps_the_line_break_of_a_block_scalar_env_value() -> None:
+    from compiler.io.builtin import builtin_runtimes
+    from compiler.io.loader import Source
+    from compiler.pipeline.session import JobResult
+    from compiler.render.pipeline import render_stream
+
+    trainjob = ("apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata:\n"
+                "  name: nl\n  namespace: ml\nspec:\n  runtimeRef:\n    name: torch-distributed\n"
+                "  trainer:\n    env:\n    - name: GREETING\n      value: |\n        hello\n")
+    results = [r for r in render_stream([Source("tj.yaml", trainjob)], builtin_runtimes())
+               if isinstance(r, JobResult)]
+    assert results and results[0].objects
+    text = emit.yaml_stream(results[0].objects)
+    jobset = next(d for d in yaml.load_all(text, Loader=yamlread.PlainLoader)
+                  if d["kind"] == "JobSet")
+    envs = [e for rjob in jobset["spec"]["replicatedJobs"]
+            for c in rjob["template"]["spec"]["template"]["spec"]["containers"]
+            for e in c.get("env", []) if e["name"] == "GREETING"]
+    assert envs == [{"name": "GREETING", "value": "hello\n"}]
