@@ -33,9 +33,10 @@ NULLS = frozenset(("", "~", "null", "Null", "NULL"))
 SPECIAL_FLOATS = {**dict.fromkeys((".nan", ".NaN", ".NAN"), math.nan),
                   **dict.fromkeys((".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF"), math.inf),
                   **dict.fromkeys(("-.inf", "-.Inf", "-.INF"), -math.inf)}
-YAML_FLOAT = re.compile(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$")
-GO_FLOAT = re.compile(r"^[-+]?(\.[0-9]+|[0-9]+\.?[0-9]*)([eE][-+]?[0-9]+)?$"
-                      r"|^[-+]?(inf|infinity|nan)$", re.IGNORECASE)
+# (Go's `$` is the end of the text; Python's also matches before a final line break: `\Z`.)
+YAML_FLOAT = re.compile(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?\Z")
+GO_FLOAT = re.compile(r"^[-+]?(\.[0-9]+|[0-9]+\.?[0-9]*)([eE][-+]?[0-9]+)?\Z"
+                      r"|^[-+]?(inf|infinity|nan)\Z", re.IGNORECASE)
 _DIGITS = {2: "01", 8: "01234567", 10: "0123456789", 16: "0123456789abcdefABCDEF"}
 # A plain scalar is a string unless it is one of these words or starts with one of these
 # characters (go_value's branches; the loader's fast path asks the same two questions).
@@ -94,9 +95,17 @@ def _go_special(value: float) -> str:
     return "NaN" if math.isnan(value) else ("+Inf" if value > 0 else "-Inf")
 
 
+# What every number below is written with (ints of each base and prefix, floats, exponents),
+# and a sign none of them has: after the first character but not after an exponent's e.
+_NUMBER_CHARS = frozenset("0123456789abcdefABCDEFxXoO+-.")
+_INNER_SIGN = re.compile(r"[^eE][-+]")
+
+
 def _resolve_number(text: str) -> tuple[str, Any]:
     """The `D`/`S` (digit or sign first) branch of go-yaml v2's resolve: (Go type, value)."""
     plain = text.replace("_", "")
+    if not _NUMBER_CHARS.issuperset(plain) or _INNER_SIGN.search(plain):
+        return "str", text  # no branch below takes it (`--run=1`, `1234-5678`, `1.2.3-rc1`)
     signed = _go_int(plain)
     if signed is not None:
         return "int", signed
