@@ -118,5 +118,9 @@ def manifest(draw: st.DrawFn) -> list[str]:
             lines.append(f"  {draw(scalar())} : key")
         if draw(st.booleans()):
             lines.append(f"  list: [{draw(scalar())}, {draw(scalar(tagged=False))}]")
+        if draw(st.booleans()):  # a block scalar: its text may end with a line break
+            style = draw(st.sampled_from(["|", "|-", "|+", ">", ">-"]))
+            word = draw(st.sampled_from(["hello", "1", "x.y", "a: b", "true", "- x", "#"]))
+            lines.append(f"  block: {style}\n    {word}")
         objects.append(head + "\n".join(lines) + "\n")
     return objects
