@@ -28,6 +28,8 @@ Builtin = Callable[..., Any]
 
 
 def _str(value: Any) -> str:
+    if value.__class__ is str:
+        return value  # (the usual case first)
     if isinstance(value, Type):
         raise Unsure
     if not isinstance(value, str):

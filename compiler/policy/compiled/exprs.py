@@ -338,12 +338,13 @@ class Compiler(Lists):
                 return unify(base, Struct([(lit, env)]))
             key = tuple((type(v), v) for v in values)
             if label not in static or not all(t in _SCALARS for t, _ in key):
-                return base.given(lit, labels, values)
+                return env[FILE].owns(base.given(lit, labels, values))
             hit = cache.get(key)
             if hit is None:
                 hit = base.given(lit, labels, values)
-                if len(cache) < _CACHED:  # (full: kept as it is; emptying it and filling
-                    cache[key] = hit  # it again left the memory fragmented, growing with N)
+                if len(cache) >= _CACHED:  # (full: kept as it is; emptying it and filling
+                    return env[FILE].owns(hit)  # it again left the memory fragmented)
+                cache[key] = hit
             return hit
         return unified
 

@@ -95,6 +95,12 @@ def present(value: Any, labels: tuple[str, ...]) -> bool:
 
 def select(value: Any, label: str) -> Any:
     """`x.label`."""
+    if value.__class__ is dict:  # (plain data and structs first: the usual cases)
+        if label in value:
+            return value[label]
+        raise Bottom
+    if value.__class__ is Struct:
+        return value.field(label)
     if isinstance(value, dict):
         if label in value:
             return value[label]
@@ -110,6 +116,10 @@ def select(value: Any, label: str) -> Any:
 
 def index(value: Any, key: Any) -> Any:
     """`x[key]`: a struct by a string, a list by a non-negative integer."""
+    if value.__class__ is list and key.__class__ is int:  # (the usual case first)
+        if 0 <= key < len(value):
+            return value[key]
+        raise Bottom
     if isinstance(key, Type) or isinstance(value, Type):
         raise Unsure
     if isinstance(value, (dict, Struct)):

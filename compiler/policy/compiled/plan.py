@@ -91,6 +91,7 @@ class PackPlan:
                 continue
             for rid in rids:
                 out[rid] = self._run(rid, top, inp)
+        top.release()
         return out
 
     def _gates(self, rule_ids: Sequence[str]) -> list[tuple[tuple[Guard, ...] | None, list[str]]]:

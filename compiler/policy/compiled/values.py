@@ -131,7 +131,7 @@ class Struct:
     """A struct made of literals (each with the environment it was written in), evaluated
     field by field; `data` overrides fields (the file's `input` and `settings`)."""
 
-    __slots__ = ("conjuncts", "data", "inner", "memo", "tentative")
+    __slots__ = ("conjuncts", "data", "inner", "memo", "owned", "tentative")
 
     def __init__(self, conjuncts: list[tuple[Literal, Env]],
                  data: dict[str, Any] | None = None, tentative: bool = False) -> None:
@@ -139,6 +139,7 @@ class Struct:
         self.memo: dict[str, Any] = {}
         self.data = data
         self.inner: list[Env | None] = [None] * len(conjuncts)
+        self.owned: list[Struct] = []  # structs made for a run of this one, released with it
         # the default's other branch, taken because the default was undefined: CUE keeps
         # the disjunction open, and a field missing here is incomplete, not an error
         self.tentative = tentative
@@ -185,6 +186,20 @@ class Struct:
         for other in values[1:]:
             value = unify(value, other)
         return value
+
+    def release(self) -> None:
+        """Forget what was worked out, here and in the structs it owns (each struct's
+        environments hold it: a cycle only the collector would free), once no longer used."""
+        for struct in self.owned:
+            struct.release()
+        self.owned = []
+        self.memo = {}
+        self.inner = [None] * len(self.conjuncts)
+
+    def owns(self, struct: Struct) -> Struct:
+        """`struct`, made for this struct's run and released with it."""
+        self.owned.append(struct)
+        return struct
 
     def given(self, lit: Literal, labels: list[str], values: list[Any]) -> Struct:
         """This struct unified with the literal `lit` whose fields have these values (already
@@ -251,6 +266,8 @@ class LazyList:
 
 def force(value: Any) -> Any:
     """The value as plain JSON data (every lazy part evaluated); `Unsure` for a type."""
+    if value.__class__ in _PLAIN:
+        return value  # (a leaf: the usual case first)
     if isinstance(value, Struct):
         return {label: force(value.field(label)) for label in value.labels()}
     if isinstance(value, LazyList):
