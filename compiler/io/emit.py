@@ -25,6 +25,8 @@ _PLAIN = re.compile(r"[A-Za-z0-9_./][A-Za-z0-9_./:=@%+()\-]*")  # whole text: fu
 _NUMERIC_LIKE = re.compile(r"^[-+.]?[0-9][0-9_:.eExXoObB+\-]*$")
 _YAML11_BOOLS = frozenset({"y", "Y", "n", "N"})
 _RESOLVER = yaml.resolver.Resolver()
+# the first characters PyYAML's implicit types start with (it has no catch-all resolver)
+_IMPLICIT_STARTS = frozenset(k for k in _RESOLVER.yaml_implicit_resolvers if k)
 
 
 @lru_cache(maxsize=8192)  # bounded: every image tag and env value of a run passes
@@ -49,6 +51,8 @@ def _reads_as_str(text: str) -> bool:
     (go-yaml's own reading, kubectl's, decides first: `0X1F` is 31 there, not for PyYAML)."""
     if text in _YAML11_BOOLS or _NUMERIC_LIKE.match(text) or go_value(text)[0] != "str":
         return False
+    if text[:1] not in _IMPLICIT_STARTS:  # (PyYAML tries no implicit type on it: a string)
+        return True
     tag = _RESOLVER.resolve(yaml.ScalarNode, text, (True, False))  # type: ignore[no-untyped-call]
     return bool(tag == "tag:yaml.org,2002:str")
 

@@ -154,3 +154,14 @@ def test_render_keeps_the_line_break_of_a_block_scalar_env_value() -> None:
             for c in rjob["template"]["spec"]["template"]["spec"]["containers"]
             for e in c.get("env", []) if e["name"] == "GREETING"]
     assert envs == [{"name": "GREETING", "value": "hello\n"}]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet="abcnotyYNFT~.0123456789_/:=@%+()-!&*<", min_size=1, max_size=8))
+def test_a_string_plain_for_pyyaml_is_what_its_resolver_says(text: str) -> None:
+    """The emitter asks PyYAML's resolver only about texts starting with a character one of
+    its implicit types starts with (it has no catch-all resolver): the same answer."""
+    assert None not in emit._RESOLVER.yaml_implicit_resolvers
+    tag = emit._RESOLVER.resolve(yaml.ScalarNode, text, (True, False))  # type: ignore[no-untyped-call]
+    if text[:1] not in emit._IMPLICIT_STARTS:
+        assert tag == "tag:yaml.org,2002:str"
