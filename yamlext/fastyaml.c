@@ -11,6 +11,8 @@
  * except a text that neither starts with one of the caller's `starts` nor is one of its
  * `words`: that is a string by those rules, and stays one here without a call.
  *
+ * `stream` also appends each document's first line (0-based) to the caller's `lines` list.
+ *
  * `positions` walks the same events for the loader's position tables (field path ->
  * (line, column) of where its value starts, the first occurrence of a path winning), as the
  * loader's walk of PyYAML's composed nodes makes them; it gives up on anchors and aliases
@@ -49,6 +51,7 @@ typedef struct {
     Py_ssize_t max_depth, max_nodes; /* positions: where recording stops */
     Py_ssize_t deepest; /* values: give up on a collection nested deeper than this */
     PyObject *wanted;  /* positions: document index -> whether its table is made, or NULL */
+    PyObject *lines;   /* values: each document's first line (0-based) appended, or NULL */
     Py_ssize_t index;  /* the index of the next document */
     int positions;     /* 1: the documents' position tables instead of their values */
     int started, ended;
@@ -378,10 +381,18 @@ static PyObject *stream_next(PyObject *self) {
         return NULL;
     }
     int document = event.type == YAML_DOCUMENT_START_EVENT;
+    size_t line = event.start_mark.line;
     yaml_event_delete(&event);
     if (!document) {
         give_up();
         goto failed;
+    }
+    if (s->lines != NULL) {
+        PyObject *number = PyLong_FromSize_t(line);
+        int failed = number == NULL || PyList_Append(s->lines, number) < 0;
+        Py_XDECREF(number);
+        if (failed)
+            goto failed;
     }
     if (next_event(s, &event) < 0)
         goto failed;
@@ -411,6 +422,7 @@ static void stream_dealloc(PyObject *self) {
     Py_XDECREF(s->words);
     Py_XDECREF(s->starts_text);
     Py_XDECREF(s->wanted);
+    Py_XDECREF(s->lines);
     freefunc release = (freefunc)PyType_GetSlot(type, Py_tp_free);
     release(self);
     Py_DECREF(type);
@@ -453,14 +465,20 @@ static Stream *new_parser(PyObject *data) {
 }
 
 /* stream(data: bytes, cache: dict, plain: Callable[[str], Any], missing: object,
- *        words: frozenset[str], starts: str, deepest: int = MAX_DEPTH) */
+ *        words: frozenset[str], starts: str, deepest: int = MAX_DEPTH,
+ *        lines: list | None = None) */
 static PyObject *new_stream(PyObject *module, PyObject *args) {
-    PyObject *data, *cache, *plain, *missing, *words, *starts;
+    PyObject *data, *cache, *plain, *missing, *words, *starts, *lines = Py_None;
     Py_ssize_t deepest = MAX_DEPTH;
     (void)module;
-    if (!PyArg_ParseTuple(args, "O!O!OOO!U|n", &PyBytes_Type, &data, &PyDict_Type, &cache,
-                          &plain, &missing, &PyFrozenSet_Type, &words, &starts, &deepest))
+    if (!PyArg_ParseTuple(args, "O!O!OOO!U|nO", &PyBytes_Type, &data, &PyDict_Type, &cache,
+                          &plain, &missing, &PyFrozenSet_Type, &words, &starts, &deepest,
+                          &lines))
         return NULL;
+    if (lines != Py_None && !PyList_Check(lines)) {
+        PyErr_SetString(PyExc_TypeError, "lines must be a list or None");
+        return NULL;
+    }
     Py_ssize_t nstarts;
     const char *start_chars = PyUnicode_AsUTF8AndSize(starts, &nstarts);
     Stream *s = start_chars == NULL ? NULL : new_parser(data);
@@ -473,7 +491,11 @@ static PyObject *new_stream(PyObject *module, PyObject *args) {
     Py_INCREF(starts);
     s->cache = cache, s->plain = plain, s->missing = missing;
     s->words = words, s->starts_text = starts, s->starts = start_chars, s->nstarts = nstarts;
-    s->deepest = deepest < MAX_DEPTH ? deepest : MAX_DEPTH;
+    s->deepest = deepest > 0 && deepest < MAX_DEPTH ? deepest : MAX_DEPTH; /* 0: the bound */
+    if (lines != Py_None) {
+        Py_INCREF(lines);
+        s->lines = lines;
+    }
     return (PyObject *)s;
 }
 
@@ -499,7 +521,7 @@ static PyObject *new_positions(PyObject *module, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"stream", new_stream, METH_VARARGS,
-     "stream(data, cache, plain, missing, words, starts, deepest=512): the documents."},
+     "stream(data, cache, plain, missing, words, starts, deepest=512, lines=None)."},
     {"positions", new_positions, METH_VARARGS,
      "positions(data, max_depth, max_nodes, wanted=None): each document's table, or None."},
     {"emit", fastemit_emit, METH_VARARGS,

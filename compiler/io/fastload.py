@@ -84,15 +84,17 @@ def emitter() -> Callable[..., str] | None:
     return getattr(_NATIVE, "emit", None)
 
 
-def stream(text: str, plain: Plain, deepest: int | None = None) -> Iterator[Any] | None:
+def stream(text: str, plain: Plain, deepest: int | None = None,
+           lines: list[int] | None = None) -> Iterator[Any] | None:
     """The documents of `text` as the plain loader builds them, lazily; iterating raises
     `Fallback` where the fast path stops (also at a collection nested more than `deepest`
-    levels, when given). None when there is no compiled module."""
+    levels, when given). Each document's first line (0-based) is appended to `lines`, when
+    given. None when there is no compiled module."""
     data = _utf8(text)
     if _NATIVE is None or data is None:
         return None
-    bound = () if deepest is None else (deepest,)
-    documents: Iterator[Any] = _NATIVE.stream(data, *plain, *bound)
+    documents: Iterator[Any] = _NATIVE.stream(
+        data, *plain, deepest or 0, lines)  # (0: the module's own bound)
     return documents
 
 

@@ -70,6 +70,9 @@ class Source:
         default=None, repr=False)
     _next: int = field(default=0, repr=False)
     _seeking: list[int] = field(default_factory=lambda: [0], repr=False)  # the index asked
+    # each document's first line, once the fast path has read the whole stream (`_documents`)
+    lines: list[int] | None = field(default=None, repr=False)
+    _cursor: tuple[int, int] = field(default=(0, 0), repr=False)  # a line and its offset
     limit: int | None = field(default=None, repr=False)
     stream: bool = field(default=True, repr=False)
     _parts: bool | None = field(default=None, repr=False)
@@ -92,6 +95,38 @@ class Source:
         if table is not None:
             self._positions.move_to_end(index)
             return table
+        if self.lines is not None and index < len(self.lines):
+            table = self._document_positions(index)
+        else:
+            table = self._walked_positions(index)
+        self._positions[index] = table
+        if len(self._positions) > POSITION_TABLES:
+            self._positions.popitem(last=False)
+        return table
+
+    def _document_positions(self, index: int) -> dict[FieldPath, tuple[int, int]]:
+        """The table of one document of a stream whose documents' first lines are known,
+        from its own lines only (in a stream libyaml reads as kubectl does, a document starts
+        on a line of its own and ends where the next one starts)."""
+        first = self.lines[index] if self.lines is not None else 0
+        after = self.lines[index + 1] if self.lines and index + 1 < len(self.lines) else None
+        start = self._offset(first)
+        end = len(self.text) if after is None else self._offset(after)
+        table = next(_compose_positions(self.text[start:end]), None) or {}
+        return {path: (line + first, col) for path, (line, col) in table.items()} \
+            if first else table
+
+    def _offset(self, line: int) -> int:
+        """Where a (0-based) line starts in the text, found from the last one asked for."""
+        at, offset = self._cursor if self._cursor[0] <= line else (0, 0)
+        while at < line:
+            offset = self.text.index("\n", offset) + 1
+            at += 1
+        self._cursor = (at, offset)
+        return offset
+
+    def _walked_positions(self, index: int) -> dict[FieldPath, tuple[int, int]]:
+        """The table of a document from a walk of the whole text up to it."""
         if self._pending is None or index < self._next:
             seeking = self._seeking  # (not self: the compiled walk keeps what it is handed)
             self._pending, self._next = _part_positions(self) if self.in_parts() else \
@@ -104,9 +139,6 @@ class Source:
             self._next += 1
             table = found
         assert table is not None, "the walk made the table asked for"
-        self._positions[index] = table
-        if len(self._positions) > POSITION_TABLES:
-            self._positions.popitem(last=False)
         return table
 
 
@@ -277,13 +309,23 @@ def _documents(source: Source, limit: int, deep: list[tuple[int, int, int]]
     the full path starts: the C fast path builds no document nested more than MAX_DEPTH
     levels (it gives up there), and libyaml's composer must not meet one."""
     text = kubectlstream.ended(source.text)
-    fast = None if limit else fastload.stream(text, FAST_PLAIN, MAX_DEPTH)
+    lines: list[int] | None = [] if source.lines is None else None
+    fast = None if limit else fastload.stream(text, FAST_PLAIN, MAX_DEPTH, lines)
+    if fast is not None and lines is not None:
+        fast = _recording(fast, source, lines)
     documents = fastload.with_fallback(fast, lambda: _full_path(source, text, limit, deep))
     for index, data in enumerate(documents):
         if data is not None:
             yield from _checked(Document({}, source, index), data, limit)
         if source.limit is not None and index + 1 >= source.limit:
             return
+
+
+def _recording(fast: Iterator[Any], source: Source, lines: list[int]) -> Iterator[Any]:
+    """The fast path's documents; the first lines it met are the source's once it has read
+    the whole stream (not when it gave up, or the reader stopped early)."""
+    yield from fast
+    source.lines = lines
 
 
 def _full_path(source: Source, text: str, limit: int, deep: list[tuple[int, int, int]]

@@ -231,6 +231,53 @@ def test_the_compiled_walk_makes_only_the_tables_named() -> None:
     assert made[3] == _positions(text, False)[3]
 
 
+def _walked_and_sliced(text: str) -> tuple[list[Any], list[Any]]:
+    """Every document's table from a walk of the whole text, and from the document's own
+    lines once the loader has read the stream (and recorded where each document starts)."""
+    walked = loader.Source("in.yaml", text)
+    sliced = loader.Source("in.yaml", text)
+    count = sum(1 for _ in loader.iter_source(sliced))  # records the documents' first lines
+    indices = list(range(len(sliced.lines or []) or count + 1))
+    return ([walked.positions(i) for i in indices],
+            [sliced.positions(i) for i in reversed(indices)][::-1])
+
+
+@pytest.mark.parametrize("text", [
+    "# a comment\n\n---\nkind: A\nx: 1\n---\n---\nkind: B\ny: [1, {z: 2}]\n",
+    "kind: A\r\nx:\r\n  y: 1\r\n---\r\nkind: B\r\n",
+    "kind: A\nblock: |\n  line\n\n  more\n--- # c\nkind: B\nx: &a 1\ny: *a\n",
+    "a: 1\n",
+    "---\n{a: 1}\n---\n- [1, 2]\n",
+    "\n\n  a: 1\n  b:\n  - c\n---\n\n# only\n---\nd: 2\n",
+])
+def test_a_documents_table_from_its_own_lines_is_the_walks(text: str) -> None:
+    walked, sliced = _walked_and_sliced(text)
+    assert sliced == walked
+    assert any(walked)
+
+
+def test_golden_inputs_and_a_corpus_stream_locate_alike_from_their_own_lines() -> None:
+    texts = ["".join(corpus_stream(30))] + [
+        text for path in goldenfile.cases() for name, text in goldenfile.parse(path).inputs.items()
+        if name.endswith((".yaml", ".yml"))]
+    located, streams = 0, 0
+    for text in texts:
+        walked, sliced = _walked_and_sliced(text)
+        assert sliced == walked, text
+        located += any(walked)
+        streams += len(walked) > 1
+    assert located > 100 and streams >= 5, (located, streams)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.data(), min_size=1, max_size=4))
+def test_generated_streams_locate_alike_from_their_own_lines(parts: list[Any]) -> None:
+    text = "---\n".join("\n".join(_lines(part.draw)) + "\n" for part in parts)
+    if not loader.Source("in.yaml", text).in_parts():
+        walked, sliced = _walked_and_sliced(text)
+        assert sliced == walked, text
+
+
 def _lines(draw: Any) -> Iterator[str]:
     for _ in range(draw(st.integers(1, 8))):
         indent = " " * draw(st.sampled_from([0, 0, 2, 4, 1]))
