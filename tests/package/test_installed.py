@@ -49,11 +49,13 @@ def _tjc(bin_dir: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[st
 
 
 def test_installed_loader_takes_the_native_fast_path(installed: Path, tmp_path: Path) -> None:
-    code = "from compiler.io import fastload; print(fastload.available(), fastload.__file__)"
+    code = ("from compiler.io import emit, fastload; "
+            "print(fastload.available(), emit._NATIVE is not None, fastload.__file__)")
     run = subprocess.run([str(installed / "python"), "-c", code], cwd=tmp_path, env=clean_env(),
                          capture_output=True, text=True, timeout=60, check=True)
-    available, where = run.stdout.split()
+    available, emitter, where = run.stdout.split()
     assert available == "True" and str(installed.parent) in where, run.stdout
+    assert emitter == "True", "the wheel's module has the emitter's fast path too"
 
 
 def test_installed_validate_applies_the_default_packs(installed: Path, tmp_path: Path) -> None:

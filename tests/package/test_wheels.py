@@ -114,9 +114,9 @@ def test_the_aarch64_wheel_runs_under_qemu_and_denies_a_privileged_runtime(
         return subprocess.run([python, *args], cwd=tmp_path, env=env, capture_output=True,
                               text=True, timeout=600, check=False)
 
-    probe = run("-c", "import platform; from compiler.io import fastload; "
-                      "print(platform.machine(), fastload.available())")
-    assert probe.stdout.split() == ["aarch64", "True"], probe.stdout + probe.stderr
+    probe = run("-c", "import platform; from compiler.io import emit, fastload; "
+                      "print(platform.machine(), fastload.available(), emit._NATIVE is not None)")
+    assert probe.stdout.split() == ["aarch64", "True", "True"], probe.stdout + probe.stderr
     version = run("-m", "compiler", "--version")
     assert version.returncode == 0 and version.stdout == "tjc 0.1.0\n", version.stderr
     denied = run("-m", "compiler", "validate", "runtime.yaml")
