@@ -5,8 +5,8 @@ runtimes and labelled Namespaces) and in each `-j` worker from none of them unti
 names the files that hold them (`with_runtimes`). It holds the runtime table, the notes of
 the first pass, the policy checker and the session; a verb's subclass makes the session
 (`new_session`), runs its `task` over some files' indices and adds what else it needs
-(`read_more`: `--against`'s versions; compile options). The
-policy errors a task meets for the first time go back with its result (`new_policy_errors`).
+(`read_more`: `--against`'s versions; compile options). The policy errors a task meets for
+the first time go back with its result (`new_policy_errors`).
 Imports stay lazy: validate of one file is the pre-commit path.
 """
 

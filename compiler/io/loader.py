@@ -96,7 +96,7 @@ class Source:
             self._positions.move_to_end(index)
             return table
         if self.lines is not None and index < len(self.lines):
-            table = self._document_positions(index)
+            table = self._document_positions(self.lines, index)
         else:
             table = self._walked_positions(index)
         self._positions[index] = table
@@ -104,12 +104,13 @@ class Source:
             self._positions.popitem(last=False)
         return table
 
-    def _document_positions(self, index: int) -> dict[FieldPath, tuple[int, int]]:
-        """The table of one document of a stream whose documents' first lines are known,
+    def _document_positions(self, lines: list[int], index: int
+                            ) -> dict[FieldPath, tuple[int, int]]:
+        """The table of one document of a stream whose documents' first `lines` are known,
         from its own lines only (in a stream libyaml reads as kubectl does, a document starts
         on a line of its own and ends where the next one starts)."""
-        first = self.lines[index] if self.lines is not None else 0
-        after = self.lines[index + 1] if self.lines and index + 1 < len(self.lines) else None
+        first = lines[index]
+        after = lines[index + 1] if index + 1 < len(lines) else None
         start = self._offset(first)
         end = len(self.text) if after is None else self._offset(after)
         table = next(_compose_positions(self.text[start:end]), None) or {}

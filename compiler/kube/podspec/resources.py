@@ -90,13 +90,11 @@ def _value(amount: Any) -> Fraction | None:
 
 def _defaulted(amount: Any) -> Fraction | None:
     """An amount as the v1 defaults leave it (`_milli`), None when it is no quantity."""
-    if isinstance(amount, bool) or not isinstance(amount, (str, int, float)):
-        return None
-    return _defaulted_quantity(amount)
+    return _defaulted_quantity(amount) if _hashable(amount) else None
 
 
 @lru_cache(maxsize=1024, typed=True)  # bounded; a repository's amounts repeat
-def _defaulted_quantity(amount: str | int | float) -> Fraction | None:
+def _defaulted_quantity(amount: str | int | float | None) -> Fraction | None:
     value = _value(amount)
     return None if value is None else _milli(value)
 
@@ -109,7 +107,7 @@ def _milli(value: Fraction) -> Fraction:
 
 
 def _hashable(amount: Any) -> bool:
-    """Whether an amount is a scalar (a key for `_findings`)."""
+    """Whether an amount is a scalar (a key of the cached `_findings`, `_defaulted_quantity`)."""
     return amount is None or isinstance(amount, (str, int, float))
 
 
