@@ -82,7 +82,10 @@ _MENTION, _API, _BLANK = b"TrainingRuntime", b"apiVersion", b" \t"
 def may_hold_runtime(text: bytes) -> bool:
     """Whether a file (its UTF-8 bytes, without a byte order mark) can hold a runtime: it
     names one other than in runtimeRef `kind:` lines, or it is a List, or it has an indented
-    apiVersion. Only the lines naming a runtime or an apiVersion are looked at."""
+    apiVersion, or it has a backslash (a double-quoted escape can spell any kind). Only the
+    lines naming a runtime or an apiVersion are looked at."""
+    if b"\\" in text:
+        return True
     at = text.find(_MENTION)
     if at < 0:
         return False

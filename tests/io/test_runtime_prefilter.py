@@ -66,6 +66,8 @@ JOB = ("apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata: {na
     ("{kind: TrainJob, spec: {runtimeRef: {kind: ClusterTrainingRuntime}}}\n", True),
     ("kind: TrainJob\n", False),
     ("", False),
+    ('kind: "Cluster\\u0054rainingRuntime"\n', True),  # an escape spells the kind
+    (JOB.replace("name: torch", 'name: "a\\tb"'), True),
 ])
 def test_the_scan_decision(text: str, parsed: bool) -> None:
     assert may_hold_runtime(text.encode()) is parsed
@@ -79,12 +81,15 @@ _OLD_API = re.compile(r"^[ \t]+apiVersion[ \t]*:", re.M)
 def _reference(text: str) -> bool:
     """The decision as two regular expressions over the decoded text state it."""
     mentions = text.count("TrainingRuntime")
+    if "\\" in text:
+        return True
     return bool(mentions) and (len(_OLD_KIND.findall(text)) != mentions or "List" in text
                                or _OLD_API.search(text) is not None)
 
 
 _PIECES = st.sampled_from(["TrainingRuntime", "Cluster", "kind", ":", " ", "\t", "\n", "\r",
-                           "'", '"', "apiVersion", "List", "x", "ü", "-", "{", "}", "#"])
+                           "'", '"', "apiVersion", "List", "x", "ü", "-", "{", "}", "#",
+                           "\\"])
 
 
 @given(st.lists(_PIECES, max_size=40))
@@ -137,3 +142,11 @@ def test_too_large_and_unreadable_files_are_reported_by_the_first_pass(
         runtime_table(missing, [])
     assert unreadable.value.diagnostic.rule == "TJC-INPUT-UNREADABLE"
     assert "cannot read" in unreadable.value.diagnostic.message
+
+
+def test_a_runtime_whose_kind_is_spelt_with_an_escape_is_found(tmp_path: Path) -> None:
+    """sigs.k8s.io/yaml decodes a double-quoted escape: the file holds a runtime."""
+    escaped = RUNTIME.replace("kind: TrainingRuntime", 'kind: "Training\\u0052untime"')
+    files = _files(tmp_path, {"a.yaml": escaped.encode()})
+    table, _ = runtime_table(files, [])
+    assert [(k.kind, k.name) for k in table] == [("TrainingRuntime", "a")]
