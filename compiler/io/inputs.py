@@ -12,8 +12,9 @@ are applied into), each TrainJob and TrainingRuntime is read as placed there
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import field
 
 from compiler.common.diagnostics import Diagnostic, Severity, error
@@ -24,7 +25,7 @@ from compiler.core.context import JOBSET_API
 from compiler.core.release import DEFAULT as DEFAULT_RELEASE
 from compiler.core.release import Release
 from compiler.core.resolve import RUNTIME_KINDS, RuntimeKey, runtime_key
-from compiler.io import toolfiles
+from compiler.io import kubectlstream, toolfiles
 from compiler.io.loader import Document, Source, SourceFiles, iter_source
 from compiler.io.placement import TRAINER_API, Placement, placed
 
@@ -153,7 +154,7 @@ def runtime_table(sources: Iterable[Source], builtin: Sequence[Document],
     candidates = sources.where(test) if isinstance(sources, SourceFiles) else \
         (s for s in sources if test(s.text.encode("utf-8", "surrogatepass")))
     for source in candidates:
-        for doc in iter_source(source):
+        for doc in _through_last_candidate(source, test):
             if not isinstance(doc, Document):
                 continue
             if kind_of(doc) in RUNTIME_KINDS:
@@ -163,6 +164,22 @@ def runtime_table(sources: Iterable[Source], builtin: Sequence[Document],
             elif namespaces is not None:
                 namespaces.add(doc)
     return table, notes
+
+
+def _through_last_candidate(source: Source, test: Callable[[bytes], bool]
+                            ) -> Iterator[Document | Diagnostic]:
+    """The documents of `source` up to the end of its last part `test` takes: the parts after
+    it hold nothing the first pass looks for, and whatever ends the stream there (bad YAML)
+    comes after every document it keeps. Only where libyaml reads the stream as kubectl cuts
+    it, and without aliases (their bound grows with the text)."""
+    text = source.text
+    end = len(text) if source.in_parts() else kubectlstream.through_last(
+        text, lambda part: test(part.encode("utf-8", "surrogatepass")))
+    if end == len(text) or "*" in text[:end]:
+        yield from iter_source(source)
+        return
+    for item in iter_source(Source(source.name, text[:end])):
+        yield dataclasses.replace(item, source=source) if isinstance(item, Document) else item
 
 
 def runtime_files(table: dict[RuntimeKey, RuntimeEntry]) -> set[str]:

@@ -17,7 +17,7 @@ Pure; called by `compiler.io.loader` only.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
 # A line that starts with a directive, a document end, or a `---` with more than a comment:
@@ -82,6 +82,26 @@ def parts(text: str) -> Iterator[Part | BadSeparator]:
         pos = text.find("\n---", end - 1) if end < len(text) else -1
     if len(text) > start:
         yield Part(ended(text[start:]), start_line, start)
+
+
+def through_last(text: str, wanted: Callable[[str], bool]) -> int:
+    """The end of the last part of an `ordinary` text that `wanted` takes, 0 when it takes
+    none: `text[:end]` holds the same first parts, and no part after them is wanted. The
+    parts are tried from the last one back."""
+    end = len(text)
+    while end > 0:
+        pos = text.rfind("\n---", 0, end)
+        if pos < 0 and not text.startswith("---"):
+            start = 0
+        else:
+            line_end = text.find("\n", pos + 1)
+            start = len(text) if line_end < 0 else line_end + 1
+        if start < end and wanted(text[start:end]):
+            return end
+        if pos < 0:
+            return 0
+        end = pos + 1
+    return 0
 
 
 def ended(text: str) -> str:
