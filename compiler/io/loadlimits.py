@@ -37,26 +37,39 @@ def _could_be_deep(text: str) -> bool:
 
 def too_deep(text: str) -> tuple[int, int, int] | None:
     """(document index, line, column) of the first collection nested deeper than MAX_DEPTH,
-    or None; a syntax error ends the scan (the loader reports it)."""
+    or None; a syntax error ends the scan (the loader reports it). libyaml's own bound on
+    nesting (in the builds PyYAML 6.0.4 on ships) is met by its scanner, which reads ahead of
+    the events (a flow collection may be a key): where it stops a document, that document is
+    the one too deep (at where the scanner stopped)."""
     if not _could_be_deep(text):
         return None
-    depth, index = 0, -1
+    depth, index, within = 0, -1, False
     opening = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
     closing = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
     try:
         for event in yaml.parse(text, Loader=yaml.CSafeLoader):
-            if isinstance(event, yaml.DocumentStartEvent):
-                index += 1
+            if isinstance(event, (yaml.DocumentStartEvent, yaml.DocumentEndEvent)):
+                within = isinstance(event, yaml.DocumentStartEvent)
+                index += within
             elif isinstance(event, opening):
                 depth += 1
                 if depth > MAX_DEPTH:
-                    mark = event.start_mark
-                    return (index, mark.line + 1, mark.column + 1) if mark else (index, 1, 1)
+                    return (index, *_place(event.start_mark))
             elif isinstance(event, closing):
                 depth -= 1
+    except yaml.MarkedYAMLError as exc:
+        if exc.problem == _LIBYAML_NESTING:
+            return (index if within else index + 1, *_place(exc.problem_mark))
     except yaml.YAMLError:
-        return None
+        pass
     return None
+
+
+_LIBYAML_NESTING = "exceeded maximum nesting depth"
+
+
+def _place(mark: Any) -> tuple[int, int]:
+    return (mark.line + 1, mark.column + 1) if mark else (1, 1)
 
 
 def too_deep_error(index: int) -> Diagnostic:
