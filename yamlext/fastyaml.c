@@ -11,7 +11,8 @@
  * except a text that neither starts with one of the caller's `starts` nor is one of its
  * `words`: that is a string by those rules, and stays one here without a call.
  *
- * `stream` also appends each document's first line (0-based) to the caller's `lines` list.
+ * `stream` also appends where each document starts to the caller's `lines` list: its first
+ * line (0-based) and that line's offset in the text (in characters, as libyaml's marks count).
  *
  * `positions` walks the same events for the loader's position tables (field path ->
  * (line, column) of where its value starts, the first occurrence of a path winning), as the
@@ -51,7 +52,7 @@ typedef struct {
     Py_ssize_t max_depth, max_nodes; /* positions: where recording stops */
     Py_ssize_t deepest; /* values: give up on a collection nested deeper than this */
     PyObject *wanted;  /* positions: document index -> whether its table is made, or NULL */
-    PyObject *lines;   /* values: each document's first line (0-based) appended, or NULL */
+    PyObject *lines;   /* values: each document's (first line, its offset) appended, or NULL */
     Py_ssize_t index;  /* the index of the next document */
     int positions;     /* 1: the documents' position tables instead of their values */
     int started, ended;
@@ -382,15 +383,16 @@ static PyObject *stream_next(PyObject *self) {
     }
     int document = event.type == YAML_DOCUMENT_START_EVENT;
     size_t line = event.start_mark.line;
+    size_t offset = event.start_mark.index - event.start_mark.column;  /* the line's start */
     yaml_event_delete(&event);
     if (!document) {
         give_up();
         goto failed;
     }
     if (s->lines != NULL) {
-        PyObject *number = PyLong_FromSize_t(line);
-        int failed = number == NULL || PyList_Append(s->lines, number) < 0;
-        Py_XDECREF(number);
+        PyObject *start = Py_BuildValue("(nn)", (Py_ssize_t)line, (Py_ssize_t)offset);
+        int failed = start == NULL || PyList_Append(s->lines, start) < 0;
+        Py_XDECREF(start);
         if (failed)
             goto failed;
     }

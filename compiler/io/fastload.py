@@ -85,11 +85,12 @@ def emitter() -> Callable[..., str] | None:
 
 
 def stream(text: str, plain: Plain, deepest: int | None = None,
-           lines: list[int] | None = None) -> Iterator[Any] | None:
+           lines: list[tuple[int, int]] | None = None) -> Iterator[Any] | None:
     """The documents of `text` as the plain loader builds them, lazily; iterating raises
     `Fallback` where the fast path stops (also at a collection nested more than `deepest`
-    levels, when given). Each document's first line (0-based) is appended to `lines`, when
-    given. None when there is no compiled module."""
+    levels, when given). Where each document starts (its first line, 0-based, and that
+    line's offset in `text`) is appended to `lines`, when given, as it is met. None when
+    there is no compiled module."""
     data = _utf8(text)
     if _NATIVE is None or data is None:
         return None

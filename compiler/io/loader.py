@@ -70,9 +70,8 @@ class Source:
         default=None, repr=False)
     _next: int = field(default=0, repr=False)
     _seeking: list[int] = field(default_factory=lambda: [0], repr=False)  # the index asked
-    # each document's first line, once the fast path has read the whole stream (`_documents`)
-    lines: list[int] | None = field(default=None, repr=False)
-    _cursor: tuple[int, int] = field(default=(0, 0), repr=False)  # a line and its offset
+    # where each document starts (first line, its offset), as the fast path meets it
+    lines: list[tuple[int, int]] | None = field(default=None, repr=False)
     limit: int | None = field(default=None, repr=False)
     stream: bool = field(default=True, repr=False)
     _parts: bool | None = field(default=None, repr=False)
@@ -104,27 +103,17 @@ class Source:
             self._positions.popitem(last=False)
         return table
 
-    def _document_positions(self, lines: list[int], index: int
+    def _document_positions(self, lines: list[tuple[int, int]], index: int
                             ) -> dict[FieldPath, tuple[int, int]]:
-        """The table of one document of a stream whose documents' first `lines` are known,
+        """The table of one document of a stream where the documents start as `lines` says,
         from its own lines only (in a stream libyaml reads as kubectl does, a document starts
-        on a line of its own and ends where the next one starts)."""
-        first = lines[index]
-        after = lines[index + 1] if index + 1 < len(lines) else None
-        start = self._offset(first)
-        end = len(self.text) if after is None else self._offset(after)
+        on a line of its own and ends where the next one starts: at the next `---` line)."""
+        first, start = lines[index]
+        end = lines[index + 1][1] if index + 1 < len(lines) else \
+            self.text.find("\n---", start) + 1 or len(self.text)
         table = next(_compose_positions(self.text[start:end]), None) or {}
         return {path: (line + first, col) for path, (line, col) in table.items()} \
             if first else table
-
-    def _offset(self, line: int) -> int:
-        """Where a (0-based) line starts in the text, found from the last one asked for."""
-        at, offset = self._cursor if self._cursor[0] <= line else (0, 0)
-        while at < line:
-            offset = self.text.index("\n", offset) + 1
-            at += 1
-        self._cursor = (at, offset)
-        return offset
 
     def _walked_positions(self, index: int) -> dict[FieldPath, tuple[int, int]]:
         """The table of a document from a walk of the whole text up to it."""
@@ -310,23 +299,16 @@ def _documents(source: Source, limit: int, deep: list[tuple[int, int, int]]
     the full path starts: the C fast path builds no document nested more than MAX_DEPTH
     levels (it gives up there), and libyaml's composer must not meet one."""
     text = kubectlstream.ended(source.text)
-    lines: list[int] | None = [] if source.lines is None else None
+    lines: list[tuple[int, int]] | None = [] if source.lines is None else None
     fast = None if limit else fastload.stream(text, FAST_PLAIN, MAX_DEPTH, lines)
     if fast is not None and lines is not None:
-        fast = _recording(fast, source, lines)
+        source.lines = lines  # (filled as the fast path meets each document)
     documents = fastload.with_fallback(fast, lambda: _full_path(source, text, limit, deep))
     for index, data in enumerate(documents):
         if data is not None:
             yield from _checked(Document({}, source, index), data, limit)
         if source.limit is not None and index + 1 >= source.limit:
             return
-
-
-def _recording(fast: Iterator[Any], source: Source, lines: list[int]) -> Iterator[Any]:
-    """The fast path's documents; the first lines it met are the source's once it has read
-    the whole stream (not when it gave up, or the reader stopped early)."""
-    yield from fast
-    source.lines = lines
 
 
 def _full_path(source: Source, text: str, limit: int, deep: list[tuple[int, int, int]]

@@ -233,13 +233,17 @@ def test_the_compiled_walk_makes_only_the_tables_named() -> None:
 
 def _walked_and_sliced(text: str) -> tuple[list[Any], list[Any]]:
     """Every document's table from a walk of the whole text, and from the document's own
-    lines once the loader has read the stream (and recorded where each document starts)."""
+    lines once the loader has read the stream (and recorded where each document starts).
+    Each document the loader yields is located from its own lines as it comes too (before
+    the next one is read), as render and validate locate them: the same table."""
     walked = loader.Source("in.yaml", text)
     sliced = loader.Source("in.yaml", text)
-    count = sum(1 for _ in loader.iter_source(sliced))  # records the documents' first lines
-    indices = list(range(len(sliced.lines or []) or count + 1))
-    return ([walked.positions(i) for i in indices],
-            [sliced.positions(i) for i in reversed(indices)][::-1])
+    early = {doc.index: sliced.positions(doc.index) for doc in loader.iter_source(sliced)
+             if isinstance(doc, loader.Document)}
+    indices = list(range(max(len(sliced.lines or []), max(early, default=-1) + 1, 1)))
+    whole = [walked.positions(i) for i in indices]
+    assert early == {i: whole[i] for i in early}, text
+    return (whole, [sliced.positions(i) for i in reversed(indices)][::-1])
 
 
 @pytest.mark.parametrize("text", [
@@ -249,6 +253,7 @@ def _walked_and_sliced(text: str) -> tuple[list[Any], list[Any]]:
     "a: 1\n",
     "---\n{a: 1}\n---\n- [1, 2]\n",
     "\n\n  a: 1\n  b:\n  - c\n---\n\n# only\n---\nd: 2\n",
+    "ä: ü\n---\nkind: A\n  # ü\n---\n  {é: [1, 2]}\n---\nkind: \"ééé\"\nx: 1\n",
 ])
 def test_a_documents_table_from_its_own_lines_is_the_walks(text: str) -> None:
     walked, sliced = _walked_and_sliced(text)
@@ -282,7 +287,7 @@ def _lines(draw: Any) -> Iterator[str]:
     for _ in range(draw(st.integers(1, 8))):
         indent = " " * draw(st.sampled_from([0, 0, 2, 4, 1]))
         key = draw(st.sampled_from(["a", "b", "kind", "'q'", '"d"', "1", "x y", "<<", "-"]))
-        value = draw(st.sampled_from(TRICKY) | st.text("ab01.-_:e '\"[]{},#&*!|>", max_size=6))
+        value = draw(st.sampled_from(TRICKY) | st.text("ab01.-_:e '\"[]{},#&*!|>é", max_size=6))
         yield draw(st.sampled_from([f"{indent}{key}: {value}", f"{indent}- {value}",
                                     f"{indent}{key}:", "---", f"{indent}[{value}, {key}]"]))
 
