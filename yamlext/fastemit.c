@@ -4,7 +4,8 @@
  * writes the same bytes: keys sorted (Python's order) at every level, two spaces a level, a
  * list under a key at the key's indent, a mapping in a list opened by "- " on its first
  * line, "{}" and "[]" for empty collections. Strings and keys go through the caller's
- * `scalar_string` (kubectl's quoting rules live in Python, in one place); True, False, None
+ * `scalar_string` (kubectl's quoting rules live in Python, in one place), except those its
+ * table of plain characters says are plain (also made in Python); True, False, None
  * and exact ints are written here; anything else (floats, other types) goes through the
  * caller's `scalar`. Built into the same module as fastyaml.c, against the limited API.
  */
@@ -23,6 +24,7 @@ typedef struct {
     Py_ssize_t max_texts;    /* the cache's bound: no more entries are added past it */
     PyObject *scalar_string; /* str -> its YAML text */
     PyObject *scalar;        /* any other scalar -> its YAML text */
+    const char *plain;       /* 128 entries: 2 starts a plain text, 1 may follow, 0 neither */
 } Out;
 
 static int grow(Out *out, Py_ssize_t more) {
@@ -75,13 +77,35 @@ static int put_call(Out *out, PyObject *fn, PyObject *value) {
     return rc;
 }
 
-/* A str's YAML text: from the cache, else from `scalar_string` (then cached). */
+/* Whether a text is plain by the caller's table: a first character marked 2, the others
+ * marked, and no ":" at its end. */
+static int plain(const Out *out, const char *bytes, Py_ssize_t size) {
+    if (size == 0 || (unsigned char)bytes[0] >= 128 || out->plain[(unsigned char)bytes[0]] != 2
+        || bytes[size - 1] == ':')
+        return 0;
+    for (Py_ssize_t i = 1; i < size; i++)
+        if ((unsigned char)bytes[i] >= 128 || out->plain[(unsigned char)bytes[i]] == 0)
+            return 0;
+    return 1;
+}
+
+/* A str's YAML text: from the cache, else itself when the table says it is plain, else
+ * from `scalar_string` (then cached). */
 static int put_text(Out *out, PyObject *value) {
     PyObject *text = PyDict_GetItemWithError(out->texts, value);
     if (text != NULL)
         return put_str(out, text);
     if (PyErr_Occurred())
         return -1;
+    Py_ssize_t size;
+    const char *bytes = PyUnicode_AsUTF8AndSize(value, &size);
+    if (bytes == NULL) {  /* a lone surrogate: `scalar_string` escapes it */
+        if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError))
+            return -1;
+        PyErr_Clear();
+    } else if (plain(out, bytes, size)) {
+        return put(out, bytes, size);
+    }
     text = PyObject_CallFunctionObjArgs(out->scalar_string, value, NULL);
     if (text == NULL)
         return -1;
@@ -191,15 +215,21 @@ static int block(Out *out, PyObject *value, Py_ssize_t indent, int dash) {
     return rc;
 }
 
-/* emit(obj: dict, texts: dict, max_texts: int, scalar_string, scalar) -> str: `obj` as one
- * YAML document. */
+/* emit(obj: dict, texts: dict, max_texts: int, scalar_string, scalar, plain: bytes) -> str:
+ * `obj` as one YAML document; `plain` is the table of `plain()` (128 bytes). */
 PyObject *fastemit_emit(PyObject *module, PyObject *args) {
     PyObject *obj;
-    Out out = {NULL, 0, 0, NULL, 0, NULL, NULL};
+    Py_ssize_t table_size;
+    Out out = {NULL, 0, 0, NULL, 0, NULL, NULL, NULL};
     (void)module;
-    if (!PyArg_ParseTuple(args, "O!O!nOO", &PyDict_Type, &obj, &PyDict_Type, &out.texts,
-                          &out.max_texts, &out.scalar_string, &out.scalar))
+    if (!PyArg_ParseTuple(args, "O!O!nOOy#", &PyDict_Type, &obj, &PyDict_Type, &out.texts,
+                          &out.max_texts, &out.scalar_string, &out.scalar, &out.plain,
+                          &table_size))
         return NULL;
+    if (table_size != 128) {
+        PyErr_SetString(PyExc_ValueError, "the plain table must have 128 entries");
+        return NULL;
+    }
     if (PyDict_Size(obj) == 0)
         return PyUnicode_FromString("{}\n");
     PyObject *text = NULL;

@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from compiler.io.fastload import emitter
-from compiler.io.yamlscalars import go_value
+from compiler.io.yamlscalars import NUMBER_STARTS, WORDS, go_value
 
 _PLAIN = re.compile(r"[A-Za-z0-9_./][A-Za-z0-9_./:=@%+()\-]*")  # whole text: fullmatch
 _NUMERIC_LIKE = re.compile(r"^[-+.]?[0-9][0-9_:.eExXoObB+\-]*$")
@@ -27,6 +27,18 @@ _YAML11_BOOLS = frozenset({"y", "Y", "n", "N"})
 _RESOLVER = yaml.resolver.Resolver()
 # the first characters PyYAML's implicit types start with (it has no catch-all resolver)
 _IMPLICIT_STARTS = frozenset(k for k in _RESOLVER.yaml_implicit_resolvers if k)
+
+
+# What the compiled emitter writes plain without asking `scalar_string`: a text of ASCII
+# _PLAIN_CHARS (what _PLAIN takes after its first character) that starts with a letter no
+# rule below looks at (no word, number, YAML 1.1 boolean or PyYAML implicit type starts
+# with it) and does not end with ":". As a table: 2 for such a first character, 1 for any
+# other of _PLAIN_CHARS, 0 else.
+_PLAIN_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./:=@%+()-"
+_PLAIN_STARTS = frozenset(_PLAIN_CHARS[:52]) - _IMPLICIT_STARTS - set(NUMBER_STARTS) - \
+    {word[:1] for word in WORDS | _YAML11_BOOLS}
+_PLAIN_TABLE = bytes(2 if chr(c) in _PLAIN_STARTS else int(chr(c) in _PLAIN_CHARS)
+                     for c in range(128))
 
 
 @lru_cache(maxsize=8192)  # bounded: every image tag and env value of a run passes
@@ -108,7 +120,7 @@ def to_yaml(obj: dict[str, Any]) -> str:
     """One object as a canonical YAML document (no leading `---`)."""
     if _NATIVE is not None:
         try:
-            return _NATIVE(obj, _TEXTS, _MAX_TEXTS, scalar_string, _scalar)
+            return _NATIVE(obj, _TEXTS, _MAX_TEXTS, scalar_string, _scalar, _PLAIN_TABLE)
         except UnicodeEncodeError:  # a lone surrogate in a scalar's text: as Python writes it
             pass
     return python_yaml(obj)

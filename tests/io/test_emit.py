@@ -28,11 +28,13 @@ TRICKY = ["", "y", "N", "yes", "off", "~", "null", "true", "0777", "0x1F", "1e3"
           ".inf", "-.Inf", ".nan", "12:30", "2001-12-14", "-", "- a", "a: b", "#x", "x #y",
           "'q'", '"d"', "é", "\u2028", "\x85", "\ud800", "\ufeff", "a\nb", " lead", "trail ",
           "{}", "[]", "*a", "&a", "!t", "%p", "@x", "`x", "<<", "=", "?", ":", "-1", "+1"]
-KEYS = st.one_of(st.sampled_from(TRICKY), st.text(max_size=12))
+# texts near what the compiled emitter writes plain by its table (and just past it)
+PLAIN_LIKE = st.text(alphabet=emit._PLAIN_CHARS + " é:#'\"\n", min_size=1, max_size=10)
+KEYS = st.one_of(st.sampled_from(TRICKY), st.text(max_size=12), PLAIN_LIKE)
 SCALARS = st.one_of(
     st.none(), st.booleans(), st.integers(), st.integers(min_value=2**63, max_value=2**200),
     st.floats(allow_nan=False, allow_infinity=False), st.sampled_from(TRICKY),
-    st.text(max_size=20))
+    st.text(max_size=20), PLAIN_LIKE)
 VALUES = st.recursive(
     SCALARS,
     lambda inner: st.one_of(st.lists(inner, max_size=4),
@@ -57,7 +59,7 @@ JSON_OBJECTS = st.dictionaries(st.one_of(st.sampled_from(_KEPT), _TEXT), JSON_VA
 def _native(obj: dict[Any, Any]) -> str:
     native = fastload.emitter()
     assert native is not None, "the compiled module has no emitter"
-    text: str = native(obj, {}, 64, emit.scalar_string, emit._scalar)
+    text: str = native(obj, {}, 64, emit.scalar_string, emit._scalar, emit._PLAIN_TABLE)
     return text
 
 
@@ -116,10 +118,11 @@ def test_the_string_cache_stays_within_its_bound() -> None:
     texts: dict[str, str] = {}
     native = fastload.emitter()
     assert native is not None
-    native({f"k{i}": f"v{i}" for i in range(500)}, texts, 100, emit.scalar_string, emit._scalar)
+    native({f"-k{i}": f"-v{i}" for i in range(500)}, texts, 100, emit.scalar_string,
+           emit._scalar, emit._PLAIN_TABLE)  # (texts the table does not call plain)
     assert len(texts) == 100
-    emit.to_yaml({f"image-{i}": f"registry/x:{i}" for i in range(emit._MAX_TEXTS + 10)})
-    assert len(emit._TEXTS) <= emit._MAX_TEXTS
+    emit.to_yaml({f"-image-{i}": f"registry/x:{i}" for i in range(emit._MAX_TEXTS + 10)})
+    assert len(emit._TEXTS) == emit._MAX_TEXTS
 
 
 def test_render_uses_the_compiled_emitter_when_it_is_built() -> None:
@@ -165,3 +168,23 @@ def test_a_string_plain_for_pyyaml_is_what_its_resolver_says(text: str) -> None:
     tag = emit._RESOLVER.resolve(yaml.ScalarNode, text, (True, False))  # type: ignore[no-untyped-call]
     if text[:1] not in emit._IMPLICIT_STARTS:
         assert tag == "tag:yaml.org,2002:str"
+
+
+def test_the_plain_table_states_the_plain_pattern() -> None:
+    """Its characters are those _PLAIN takes after the first one; its first ones, letters
+    _PLAIN takes first."""
+    follows = {chr(c) for c in range(128) if emit._PLAIN.fullmatch("a" + chr(c))}
+    assert follows == set(emit._PLAIN_CHARS)
+    starts = {chr(c) for c in range(128) if emit._PLAIN_TABLE[c] == 2}
+    assert starts == emit._PLAIN_STARTS and all(c.isalpha() for c in starts)
+    assert all(emit._PLAIN.fullmatch(c) for c in starts)
+    assert {chr(c) for c in range(128) if emit._PLAIN_TABLE[c]} == follows
+
+
+@settings(max_examples=1000, deadline=None)
+@given(PLAIN_LIKE)
+def test_what_the_table_calls_plain_the_rules_write_plain(text: str) -> None:
+    if text[0] in emit._PLAIN_STARTS and set(text) <= set(emit._PLAIN_CHARS) \
+            and not text.endswith(":"):
+        assert emit.scalar_string.__wrapped__(text) == text
+    assert _native({"k": text}) == emit.python_yaml({"k": text})
