@@ -22,7 +22,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, overload
+from typing import TYPE_CHECKING, Any, overload
 
 from compiler.common.diagnostics import Diagnostic, Location, error
 from compiler.common.diagnostics import Path as FieldPath
@@ -227,8 +227,11 @@ def read_bytes(path: str) -> tuple[str, bytes]:
             raw = sys.stdin.buffer.read(MAX_BYTES + 1)
             name = "<stdin>"
         else:
-            with open(path, "rb") as handle:
-                raw = _read_bounded(handle)
+            fd = os.open(path, _OPEN_FLAGS)  # (no buffered file object: half the time)
+            try:
+                raw = _read_bounded(fd)
+            finally:
+                os.close(fd)
             name = path
     except OSError as exc:
         raise InputError(error("TJC-INPUT-UNREADABLE",
@@ -247,25 +250,25 @@ def _decoded(name: str, raw: bytes) -> str:
                                f"{name} is not UTF-8 text: {exc.reason}")) from exc
 
 
-def _read_bounded(handle: BinaryIO) -> bytes:
+def _read_bounded(fd: int) -> bytes:
     """A file's bytes, no more than MAX_BYTES + 1 of them: read at the size the file has
-    (asking for MAX_BYTES + 1 bytes at once would allocate that much on every read), then, if
-    there is more (a pipe, a device, a file that grew), in chunks."""
-    size = min(os.fstat(handle.fileno()).st_size, MAX_BYTES)
-    first = handle.read(size + 1)
-    if len(first) <= size:
-        return first
-    chunks, total = [first], len(first)
+    (asking for MAX_BYTES + 1 bytes at once would allocate that much on every read), then on
+    to its end (a pipe, a device, a file that grew, a short read) in chunks."""
+    want = min(os.fstat(fd).st_size, MAX_BYTES) + 1
+    chunks: list[bytes] = []
+    total = 0
     while total <= MAX_BYTES:
-        chunk = handle.read(min(_CHUNK, MAX_BYTES + 1 - total))
+        chunk = os.read(fd, want)
         if not chunk:
             break
         chunks.append(chunk)
         total += len(chunk)
-    return b"".join(chunks)
+        want = min(_CHUNK, MAX_BYTES + 1 - total)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 _CHUNK = 64 * 1024
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
 
 
 def iter_source(source: Source) -> Iterator[Document | Diagnostic]:

@@ -62,3 +62,32 @@ def test_a_file_over_the_bound_is_refused_and_one_at_it_is_read(
         read_source(str(over))
     assert caught.value.diagnostic.rule == "TJC-INPUT-TOO-LARGE"
     assert "over.yaml is larger than" in caught.value.diagnostic.message
+
+
+def test_a_short_read_is_not_the_end_of_a_file(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A read may give fewer bytes than asked for before the end (a network file system):
+    reading goes on until one gives none."""
+    path = tmp_path / "job.yaml"
+    path.write_text("kind: TrainJob\n" * 100)
+    real = os.read
+    monkeypatch.setattr(os, "read", lambda fd, size: real(fd, min(size, 7)))
+    assert read_source(str(path)).text == "kind: TrainJob\n" * 100
+
+
+@pytest.mark.parametrize("make", ["folder", "missing", "no-permission"])
+def test_what_cannot_be_read_is_named_with_why(tmp_path: Path, make: str) -> None:
+    path = tmp_path / "x.yaml"
+    if make == "folder":
+        path.mkdir()
+    elif make == "no-permission":
+        path.write_text("a: 1\n")
+        path.chmod(0)
+        if os.access(path, os.R_OK):  # (as root every file is readable)
+            pytest.skip("this user can read every file")
+    with pytest.raises(InputError) as caught:
+        read_source(str(path))
+    reason = {"folder": "Is a directory", "missing": "No such file or directory",
+              "no-permission": "Permission denied"}[make]
+    assert caught.value.diagnostic.message == f"cannot read {path}: {reason}"
+    assert caught.value.diagnostic.rule == "TJC-INPUT-UNREADABLE"
