@@ -54,6 +54,7 @@ typedef struct {
     PyObject *wanted;  /* positions: document index -> whether its table is made, or NULL */
     PyObject *lines;   /* values: each document's (first line, its offset) appended, or NULL */
     Py_ssize_t index;  /* the index of the next document */
+    Py_ssize_t first_line; /* positions: the line the text starts at in its file (0-based) */
     int positions;     /* 1: the documents' position tables instead of their values */
     int started, ended;
 } Stream;
@@ -296,7 +297,8 @@ static int walk(Stream *s, yaml_event_t *event, PyObject *table, PyObject *path,
         record = !known && depth <= s->max_depth && PyDict_Size(table) <= s->max_nodes;
     }
     if (record) {
-        PyObject *where = Py_BuildValue("(nn)", (Py_ssize_t)event->start_mark.line + 1,
+        PyObject *where = Py_BuildValue("(nn)", (Py_ssize_t)event->start_mark.line + 1
+                                                    + s->first_line,
                                         (Py_ssize_t)event->start_mark.column + 1);
         int failed = where == NULL || PyDict_SetItem(table, path, where) < 0;
         Py_XDECREF(where);
@@ -502,18 +504,19 @@ static PyObject *new_stream(PyObject *module, PyObject *args) {
 }
 
 /* positions(data: bytes, max_depth: int, max_nodes: int,
- *           wanted: Callable[[int], bool] | None = None) */
+ *           wanted: Callable[[int], bool] | None = None, first_line: int = 0) */
 static PyObject *new_positions(PyObject *module, PyObject *args) {
     PyObject *data, *wanted = Py_None;
-    Py_ssize_t max_depth, max_nodes;
+    Py_ssize_t max_depth, max_nodes, first_line = 0;
     (void)module;
-    if (!PyArg_ParseTuple(args, "O!nn|O", &PyBytes_Type, &data, &max_depth, &max_nodes,
-                          &wanted))
+    if (!PyArg_ParseTuple(args, "O!nn|On", &PyBytes_Type, &data, &max_depth, &max_nodes,
+                          &wanted, &first_line))
         return NULL;
     Stream *s = new_parser(data);
     if (s == NULL)
         return NULL;
     s->positions = 1, s->max_depth = max_depth, s->max_nodes = max_nodes;
+    s->first_line = first_line;
     if (wanted != Py_None) {
         Py_INCREF(wanted);
         s->wanted = wanted;
@@ -525,9 +528,11 @@ static PyMethodDef methods[] = {
     {"stream", new_stream, METH_VARARGS,
      "stream(data, cache, plain, missing, words, starts, deepest=512, lines=None)."},
     {"positions", new_positions, METH_VARARGS,
-     "positions(data, max_depth, max_nodes, wanted=None): each document's table, or None."},
+     "positions(data, max_depth, max_nodes, wanted=None, first_line=0): each document's "
+     "table, or None."},
     {"emit", fastemit_emit, METH_VARARGS,
-     "emit(obj, texts, max_texts, scalar_string, scalar): a dict as one YAML document."},
+     "emit(obj, texts, max_texts, scalar_string, scalar, plain): a dict as one YAML "
+     "document."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -100,9 +100,10 @@ def stream(text: str, plain: Plain, deepest: int | None = None,
 
 
 def positions(text: str, max_depth: int, max_nodes: int,
-              wanted: Callable[[int], bool] | None = None
+              wanted: Callable[[int], bool] | None = None, first_line: int = 0
               ) -> Iterator[dict[Any, Any] | None] | None:
-    """Each document's position table (field path -> 1-based (line, column)), lazily, as the
+    """Each document's position table (field path -> 1-based (line, column), the lines
+    counted from `first_line` on, where the text starts in its file), lazily, as the
     loader's walk of composed nodes makes it (no path deeper than `max_depth`, no more than
     about `max_nodes` paths); with `wanted`, None for a document whose index it does not
     name (its table is not made). Iterating raises `Fallback` where the fast path stops (an
@@ -111,7 +112,7 @@ def positions(text: str, max_depth: int, max_nodes: int,
     if _NATIVE is None or data is None:
         return None
     tables: Iterator[dict[Any, Any] | None] = _NATIVE.positions(data, max_depth, max_nodes,
-                                                                 wanted)
+                                                                 wanted, first_line)
     return tables
 
 

@@ -111,9 +111,7 @@ class Source:
         first, start = lines[index]
         end = lines[index + 1][1] if index + 1 < len(lines) else \
             self.text.find("\n---", start) + 1 or len(self.text)
-        table = next(_compose_positions(self.text[start:end]), None) or {}
-        return {path: (line + first, col) for path, (line, col) in table.items()} \
-            if first else table
+        return next(_compose_positions(self.text[start:end], None, first), None) or {}
 
     def _walked_positions(self, index: int) -> dict[FieldPath, tuple[int, int]]:
         """The table of a document from a walk of the whole text up to it."""
@@ -160,14 +158,17 @@ class Document:
 _END: Any = object()
 
 
-def _compose_positions(text: str, wanted: Callable[[int], bool] | None = None
+def _compose_positions(text: str, wanted: Callable[[int], bool] | None = None,
+                       first_line: int = 0
                        ) -> Iterator[dict[FieldPath, tuple[int, int]] | None]:
-    """The position table of each document of `text`; None for those `wanted` does not name
-    (the compiled walk makes only those it names; the full path makes every table)."""
-    fast = fastload.positions(text, _POSITION_DEPTH, MAX_NODES, wanted)
+    """The position table of each document of `text` (whose first line is the file's
+    `first_line`, 0-based); None for those `wanted` does not name (the compiled walk makes
+    only those it names; the full path makes every table)."""
+    fast = fastload.positions(text, _POSITION_DEPTH, MAX_NODES, wanted, first_line)
     try:
-        yield from fastload.with_fallback(fast, lambda: map(_table, yaml.compose_all(
-            text, Loader=yaml.CSafeLoader)))
+        yield from fastload.with_fallback(fast, lambda: (
+            _table(node, first_line)
+            for node in yaml.compose_all(text, Loader=yaml.CSafeLoader)))
     except Exception as exc:  # (not `except yaml.YAMLError`: see `is_yaml_error`)
         if not is_yaml_error(exc):
             raise
@@ -179,9 +180,8 @@ def _part_positions(source: Source) -> Iterator[dict[FieldPath, tuple[int, int]]
     for part in _parts_of(source):
         if isinstance(part, BadSeparator):
             return
-        table = next(_compose_positions(part.text), None) or {}
-        yield {path: (line + part.line, col) for path, (line, col) in table.items()} \
-            if part.line else table
+        table = next(_compose_positions(part.text, None, part.line), None)
+        yield table or {}
 
 
 def _parts_of(source: Source) -> Iterator[Part | BadSeparator]:
@@ -189,10 +189,10 @@ def _parts_of(source: Source) -> Iterator[Part | BadSeparator]:
     return kubectlstream.parts(source.text) if source.stream else iter([Part(source.text, 0, 0)])
 
 
-def _table(node: yaml.Node | None) -> dict[FieldPath, tuple[int, int]]:
+def _table(node: yaml.Node | None, first_line: int = 0) -> dict[FieldPath, tuple[int, int]]:
     table: dict[FieldPath, tuple[int, int]] = {}
     if node is not None:
-        _walk_node(node, (), table, 0)
+        _walk_node(node, (), table, 0, first_line + 1)
     return table
 
 
@@ -200,17 +200,17 @@ _POSITION_DEPTH = 200  # deeper values are located at their nearest recorded anc
 
 
 def _walk_node(node: yaml.Node, path: FieldPath, table: dict[FieldPath, tuple[int, int]],
-               depth: int) -> None:
+               depth: int, base: int) -> None:
     if path in table or depth > _POSITION_DEPTH or len(table) > MAX_NODES:
         return
-    table[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
+    table[path] = (node.start_mark.line + base, node.start_mark.column + 1)
     if isinstance(node, yaml.MappingNode):
         for key_node, value_node in node.value:
             if isinstance(key_node, yaml.ScalarNode):
-                _walk_node(value_node, (*path, key_node.value), table, depth + 1)
+                _walk_node(value_node, (*path, key_node.value), table, depth + 1, base)
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
-            _walk_node(item, (*path, index), table, depth + 1)
+            _walk_node(item, (*path, index), table, depth + 1, base)
 
 
 def read_source(path: str) -> Source:
