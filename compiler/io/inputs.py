@@ -1,8 +1,9 @@
 """Input documents: which kind each is, and the table of runtimes TrainJobs resolve against.
 
 Shared by the render and validate applications. The first pass over the inputs collects the
-runtimes (only sources whose text can hold one are parsed); user runtimes replace built-in ones
-with a notice, and a runtime defined twice is an error. The same pass can collect the labels of
+runtimes (only sources whose text can hold one are parsed, and a stream only up to its last
+part that can); user runtimes replace built-in ones with a notice, and a runtime defined twice
+is an error. The same pass can collect the labels of
 the Namespace objects that carry Pod Security labels (`Namespaces`), which the policies read.
 YAML that is not a Kubernetes object (no apiVersion and kind: kustomization or CI workflow
 files; Helm templates) is skipped with a notice. With a `Placement` (the namespace the inputs

@@ -11,7 +11,8 @@ last one too, ends with a line break. libyaml's stream of documents is the same 
 when none of these arise (`ordinary`), which is nearly every file: the loader then parses the
 text as one stream, fast, and otherwise reads `parts` one at a time.
 
-Pure; called by `compiler.io.loader` only.
+Pure; called by `compiler.io.loader`, and by `compiler.io.inputs` for how far the first
+pass reads a stream (`through_last`).
 """
 
 from __future__ import annotations
