@@ -159,7 +159,10 @@ def test_random_packs_give_what_cue_gives(tmp_path: Path) -> None:
     some rules have guards."""
     seen: Counter[str] = Counter()
 
-    @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+    # derandomized in every tier: the counts below are over all examples, which a random
+    # draw of the fast tier's 15 now and then left short
+    @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck),
+              derandomize=True)
     @given(source=packs(), docs=st.lists(documents(), min_size=4, max_size=4))
     def check(source: str, docs: list[tuple[str, Obj, Obj | None]]) -> None:
         folder = tmp_path / f"pack{seen['packs']}"
