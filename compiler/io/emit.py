@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import string
 from functools import lru_cache
 from typing import Any
 
@@ -21,7 +22,10 @@ import yaml
 from compiler.io.fastload import emitter
 from compiler.io.yamlscalars import NUMBER_STARTS, WORDS, go_value
 
-_PLAIN = re.compile(r"[A-Za-z0-9_./][A-Za-z0-9_./:=@%+()\-]*")  # whole text: fullmatch
+# the characters a plain string may hold (after its first one, which is a letter, a digit or
+# one of "_./")
+_PLAIN_CHARS = string.ascii_letters + string.digits + "_./:=@%+()-"
+_PLAIN = re.compile(f"[A-Za-z0-9_./][{re.escape(_PLAIN_CHARS)}]*")  # whole text: fullmatch
 _NUMERIC_LIKE = re.compile(r"^[-+.]?[0-9][0-9_:.eExXoObB+\-]*$")
 _YAML11_BOOLS = frozenset({"y", "Y", "n", "N"})
 _RESOLVER = yaml.resolver.Resolver()
@@ -29,13 +33,11 @@ _RESOLVER = yaml.resolver.Resolver()
 _IMPLICIT_STARTS = frozenset(k for k in _RESOLVER.yaml_implicit_resolvers if k)
 
 
-# What the compiled emitter writes plain without asking `scalar_string`: a text of ASCII
-# _PLAIN_CHARS (what _PLAIN takes after its first character) that starts with a letter no
-# rule below looks at (no word, number, YAML 1.1 boolean or PyYAML implicit type starts
-# with it) and does not end with ":". As a table: 2 for such a first character, 1 for any
-# other of _PLAIN_CHARS, 0 else.
-_PLAIN_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./:=@%+()-"
-_PLAIN_STARTS = frozenset(_PLAIN_CHARS[:52]) - _IMPLICIT_STARTS - set(NUMBER_STARTS) - \
+# What the compiled emitter writes plain without asking `scalar_string`: a text of
+# _PLAIN_CHARS that starts with a letter no rule below looks at (no word, number, YAML 1.1
+# boolean or PyYAML implicit type starts with it) and does not end with ":". As a table: 2
+# for such a first character, 1 for any other of _PLAIN_CHARS, 0 else.
+_PLAIN_STARTS = frozenset(string.ascii_letters) - _IMPLICIT_STARTS - set(NUMBER_STARTS) - \
     {word[:1] for word in WORDS | _YAML11_BOOLS}
 _PLAIN_TABLE = bytes(2 if chr(c) in _PLAIN_STARTS else int(chr(c) in _PLAIN_CHARS)
                      for c in range(128))

@@ -79,8 +79,8 @@ def available() -> bool:
 
 def emitter() -> Callable[..., str] | None:
     """The emitter's compiled fast path (`emit(obj, texts, max_texts, scalar_string,
-    scalar)`, see `compiler.io.emit`), or None without the compiled module (or one built
-    before it had one)."""
+    scalar, plain)`, see `compiler.io.emit`), or None without the compiled module (or one
+    built before it had one)."""
     return getattr(_NATIVE, "emit", None)
 
 
